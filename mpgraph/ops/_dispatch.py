@@ -1,0 +1,366 @@
+"""Backend selection: the only place that picks a kernel by device, dtype and availability.
+
+Backends register kernels per op under a backend name. For each call the
+highest-priority backend whose ``supports`` predicate accepts the call runs it:
+
+==============  ========  =====================================================
+backend         priority  what it is
+==============  ========  =====================================================
+``triton``      30        Triton kernels (``mpgraph.ops._triton``), GPU
+``cpu``         20        Numba kernels (``mpgraph.ops._cpu``)
+``torch``       10        fused plain-PyTorch primitives (``_torch_backend``)
+``reference``   0         obvious PyTorch (``_reference``): test oracle, last resort
+==============  ========  =====================================================
+
+``reference`` and ``torch`` support every call. ``cpu`` and ``triton`` are
+imported lazily on the first op call; a backend package joins by defining in
+its ``__init__.py``::
+
+    KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports)}
+
+(any subset of the ops). An ``ImportError`` while importing it (Numba or
+Triton missing) leaves it out; :func:`backend_status` says why. Anything can
+also be added at run time with :func:`register`.
+
+Forcing a backend: ``with use_backend('reference'): ...`` or the environment
+variable ``MPGRAPH_BACKEND=reference``. A forced backend that cannot run a call
+falls back to normal selection, unless ``use_backend(name, strict=True)``, which
+raises instead (tests use it to be sure which kernel ran).
+
+Kernel contract
+---------------
+The op layer has already validated every operand, promoted the operands to one
+dtype, and flattened their feature dimensions. Kernels never see ``E == 0``,
+``F == 0`` or ``K == 0`` (the op answers those itself). They run inside
+``autograd.Function.forward`` (no autograd recording) with autocast disabled,
+must not modify their inputs, and return new tensors (never an input itself).
+``supports`` takes the same arguments as the kernel and returns a bool; it
+must be cheap (no device sync).
+
+Common arguments:
+
+* ``index``: :class:`mpgraph._index.Index`. ``index.csc()`` gives
+  ``(indptr: (N_dst + 1,), src: (E,), eid: (E,))`` int64 on the operands'
+  device: in-edges of each destination in increasing edge-ID order;
+  ``index.csr()`` the same by source; ``index.src64``/``index.dst64`` the COO
+  endpoints in edge-ID order; ``index.in_degrees()``.
+  ``index.cached(key, build)`` stores derived structures for the life of the
+  index; prefix keys with the backend name (``'triton.int32_csc'``). In the
+  backward pass kernels run on ``index.reverse()`` (cached by the op layer);
+  its ``csc()`` is the forward index's ``csr()``, already built.
+* ``bcast``: :class:`mpgraph.ops._broadcast.Bcast` with ``F`` (output features
+  per row), ``L``/``R`` (lhs/rhs features per row), ``K`` (contracted size for
+  ``dot``, else 1), and ``lhs_off``/``rhs_off``: ``(F,)`` int64 tensors on the
+  device giving, for output feature ``f``, the lhs/rhs feature read
+  (``None`` means identity, i.e. ``L == F`` / ``R == F``). ``bcast.use_bcast``
+  is False when both are identity.
+* ``out_dtype``: dtype of the output. The operands share one dtype, usually
+  ``out_dtype``; the backward pass also asks for float32 results from half
+  operands and half results from float32 operands (a mean-scaled gradient).
+  Compute and accumulate in ``mpgraph.precision.accum_dtype(
+  torch.promote_types(operand_dtype, out_dtype))`` (float32 for fp16/bf16,
+  float64 for float64) and round once when storing.
+
+Kernels by op:
+
+``spmm(index, op, reduce, lhs, rhs, bcast, out_dtype) -> (out, arg_u, arg_e)``
+    ``op`` in ``'add' 'sub' 'mul' 'div' 'copy_lhs' 'copy_rhs'``, ``reduce`` in
+    ``'sum' 'mean' 'max' 'min'``. ``lhs: (N_src, L)`` node rows (None for
+    ``copy_rhs``), ``rhs: (E, R)`` edge rows in edge-ID order (None for
+    ``copy_lhs``), both contiguous. For every destination ``v`` and ``f < F``::
+
+        msg(k, f) = lhs[src[k], lhs_off[f]] op rhs[eid[k], rhs_off[f]]   (k over v's in-edges)
+        out[v, f] = reduce_k msg(k, f)          # in accum dtype, rounded once
+
+    ``mean`` divides the sum by the in-degree before rounding; zero-in-degree
+    rows are 0 for every reducer (``max``/``min`` start from -inf/+inf).
+    ``out: (N_dst, F)`` contiguous in ``out_dtype``. For ``sum``/``mean``
+    ``arg_u = arg_e = None``. For ``max``/``min``: ``arg_u: (N_dst, F)`` int64
+    source node of the winning edge (None for ``copy_rhs``) and ``arg_e:
+    (N_dst, F)`` int64 its edge ID (None for ``copy_lhs``), both -1 on
+    zero-in-degree rows. Max/min compare messages rounded to ``out_dtype``.
+    Ties may pick any winning edge; the built-in backends pick the smallest
+    edge ID (the fast-vs-reference tests rely on that).
+
+``sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype) -> out``
+    ``op`` in ``'add' 'sub' 'mul' 'div' 'dot' 'copy_lhs' 'copy_rhs'``; targets in
+    ``'u' 'v' 'e'`` say which rows each operand has (``(N_src, L*K)``,
+    ``(N_dst, L*K)``, ``(E, L*K)``; likewise rhs with ``R*K``; None for the
+    unused operand of a copy). With ``row_t(k)`` = ``src[k]``, ``dst[k]`` or
+    ``k`` for edge ``k`` (edge-ID order)::
+
+        out[k, f] = lhs[row_l(k), lhs_off[f]] op rhs[row_r(k), rhs_off[f]]
+        dot:  out[k, f] = sum_d lhs[row_l(k), lhs_off[f] * K + d] * rhs[row_r(k), rhs_off[f] * K + d]
+
+    ``out: (E, F)`` contiguous in ``out_dtype``; ``dot`` accumulates in the
+    accum dtype and must not need an ``(E, F * K)`` intermediate.
+
+``edge_softmax(index, logits, out_dtype) -> out``
+    ``logits: (E, F)`` contiguous, edge-ID order; softmax over the in-edges of
+    each destination (``index.csc()``; the op passes ``index.reverse()`` for
+    ``norm_by='src'``): subtract the per-destination max, ``exp`` and the sum
+    in float32 (float64 for float64), divide, round once. ``out: (E, F)``.
+"""
+
+import contextlib
+import contextvars
+import importlib
+import os
+from dataclasses import dataclass
+
+import torch
+
+from ..base import DGLError
+from ..precision import autocast_disabled
+
+__all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
+           "spmm", "sddmm", "edge_softmax", "OPS", "PRIORITY"]
+
+#: Ops a backend can provide kernels for.
+OPS = ("spmm", "sddmm", "edge_softmax")
+#: Priority of each known backend (higher wins when several support a call).
+PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
+# Backends loaded lazily: name -> module that defines KERNELS.
+_OPTIONAL = {"cpu": "mpgraph.ops._cpu", "triton": "mpgraph.ops._triton"}
+_ENV = "MPGRAPH_BACKEND"
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    backend: str
+    fn: object
+    supports: object
+    priority: int
+
+
+_registry = {op: [] for op in OPS}
+_status = {}          # backend name -> "loaded" / reason it is not
+_optional_loaded = False
+_forced = contextvars.ContextVar("mpgraph_backend", default=None)
+_recording = contextvars.ContextVar("mpgraph_record_backends", default=None)
+
+
+def _always(*args, **kwargs):
+    return True
+
+
+def register(op, backend, fn, supports=None, priority=None):
+    """Register kernel ``fn`` of ``backend`` for ``op`` (one of :data:`OPS`).
+
+    Parameters
+    ----------
+    op : str
+        ``'spmm'``, ``'sddmm'`` or ``'edge_softmax'``.
+    backend : str
+        Backend name (``'cpu'``, ``'triton'``, ...). Registering the same
+        (op, backend) again replaces the kernel.
+    fn : callable
+        The kernel, with the signature in this module's docstring.
+    supports : callable, optional
+        Predicate with the kernel's signature; default: supports every call.
+    priority : int, optional
+        Default :data:`PRIORITY` ``[backend]``, or 5 for unknown names.
+    """
+    if op not in _registry:
+        raise DGLError(f"unknown op {op!r} for a backend kernel; expected one of {OPS}")
+    if priority is None:
+        priority = PRIORITY.get(backend, 5)
+    kernels = [k for k in _registry[op] if k.backend != backend]
+    kernels.append(_Kernel(backend, fn, supports or _always, priority))
+    kernels.sort(key=lambda k: -k.priority)
+    _registry[op] = kernels
+    _status.setdefault(backend, "loaded")
+
+
+def unregister(op, backend):
+    """Remove ``backend``'s kernel for ``op`` (no-op when absent); mostly for tests."""
+    if op not in _registry:
+        raise DGLError(f"unknown op {op!r} for a backend kernel; expected one of {OPS}")
+    _registry[op] = [k for k in _registry[op] if k.backend != backend]
+
+
+def _load_optional():
+    global _optional_loaded
+    if _optional_loaded:
+        return
+    _optional_loaded = True
+    for name, module_name in _OPTIONAL.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            _status[name] = f"not available: {err}"
+            continue
+        kernels = getattr(module, "KERNELS", None)
+        if not kernels:
+            _status[name] = f"not available: {module_name} defines no KERNELS"
+            continue
+        for op, (fn, supports) in kernels.items():
+            register(op, name, fn, supports)
+        _status[name] = "loaded"
+
+
+def backends(op=None):
+    """Names of the registered backends (for ``op``, in selection order)."""
+    _load_optional()
+    if op is not None:
+        return [k.backend for k in _registry[op]]
+    names = {k.backend for kernels in _registry.values() for k in kernels}
+    return sorted(names, key=lambda n: -PRIORITY.get(n, 5))
+
+
+def backend_status():
+    """``{backend: 'loaded' or why not}`` for every known backend."""
+    _load_optional()
+    return dict(_status)
+
+
+def _known(name):
+    return name in _OPTIONAL or any(k.backend == name for kernels in _registry.values() for k in kernels)
+
+
+@contextlib.contextmanager
+def use_backend(name, strict=False):
+    """Context manager forcing backend ``name`` for the ops called inside it.
+
+    Parameters
+    ----------
+    name : str
+        A backend name (``'reference'``, ``'torch'``, ``'cpu'``, ``'triton'``).
+    strict : bool, default False
+        If True, a call the backend does not support raises :class:`DGLError`
+        instead of falling back to normal selection.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from mpgraph._index import Index
+    >>> from mpgraph.ops import copy_u_sum
+    >>> from mpgraph.ops._dispatch import use_backend
+    >>> g = Index.from_coo(torch.tensor([0, 1]), torch.tensor([1, 1]), 2, 2)
+    >>> with use_backend('reference'):
+    ...     copy_u_sum(g, torch.tensor([[1.], [2.]]))
+    tensor([[0.],
+            [3.]])
+    """
+    _load_optional()
+    if not _known(name):
+        raise DGLError(f"unknown backend {name!r}; expected one of {sorted(set(PRIORITY) | set(backends()))}")
+    token = _forced.set((name, strict))
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+@contextlib.contextmanager
+def record_backends():
+    """Context manager yielding a list that collects the backend name of each kernel call inside it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from mpgraph._index import Index
+    >>> from mpgraph.ops import copy_u_sum
+    >>> from mpgraph.ops._dispatch import record_backends, use_backend
+    >>> g = Index.from_coo(torch.tensor([0, 1]), torch.tensor([1, 1]), 2, 2)
+    >>> with record_backends() as seen, use_backend('reference'):
+    ...     _ = copy_u_sum(g, torch.ones(2, 1))
+    >>> seen
+    ['reference']
+    """
+    seen = []
+    token = _recording.set(seen)
+    try:
+        yield seen
+    finally:
+        _recording.reset(token)
+
+
+def _requested():
+    forced = _forced.get()
+    if forced is not None:
+        return forced
+    env = os.environ.get(_ENV)
+    if env:
+        if not _known(env):
+            raise DGLError(f"{_ENV}={env!r} is not a known backend; expected one of "
+                           f"{sorted(set(PRIORITY) | set(backends()))}, or unset it")
+        return env, False
+    return None
+
+
+def select(op, *args):
+    """Return ``(backend_name, kernel)`` that runs ``op`` on ``args`` (the kernel's arguments)."""
+    _load_optional()
+    kernels = _registry[op]
+    requested = _requested()
+    if requested is not None:
+        name, strict = requested
+        for k in kernels:
+            if k.backend == name and k.supports(*args):
+                return k.backend, k.fn
+        if strict:
+            raise DGLError(f"backend {name!r} cannot run this {op} call (device {args[0].device}); "
+                           "use another backend or strict=False")
+    for k in kernels:
+        if k.supports(*args):
+            return k.backend, k.fn
+    raise DGLError(f"no backend supports this {op} call")  # unreachable: 'reference' supports all
+
+
+def _choose(op, *args):
+    """:func:`select`'s kernel, noting the backend in an active :func:`record_backends` list."""
+    name, fn = select(op, *args)
+    seen = _recording.get()
+    if seen is not None:
+        seen.append(name)
+    return fn
+
+
+# ----------------------------------------------------------------------------- calls used by the ops
+
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
+    """Run the selected spmm kernel; answers empty cases itself. Returns ``(out, arg_u, arg_e)``."""
+    N_dst, F = index.num_dst, bcast.F
+    device = lhs.device if lhs is not None else rhs.device
+    if index.num_edges == 0 or F == 0:
+        out = torch.zeros(N_dst, F, dtype=out_dtype, device=device)
+        if reduce in ("max", "min"):
+            none = torch.full((N_dst, F), -1, dtype=torch.int64, device=device)
+            return out, (none if lhs is not None else None), (none if rhs is not None else None)
+        return out, None, None
+    fn = _choose("spmm", index, op, reduce, lhs, rhs, bcast, out_dtype)
+    with autocast_disabled(device.type):
+        return fn(index, op, reduce, lhs, rhs, bcast, out_dtype)
+
+
+def sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype):
+    """Run the selected sddmm kernel; answers empty cases itself. Returns ``out: (E, F)``."""
+    device = lhs.device if lhs is not None else rhs.device
+    if index.num_edges == 0 or bcast.F == 0 or bcast.K == 0:   # K == 0: dot over an empty dimension
+        return torch.zeros(index.num_edges, bcast.F, dtype=out_dtype, device=device)
+    fn = _choose("sddmm", index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype)
+    with autocast_disabled(device.type):
+        return fn(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype)
+
+
+def edge_softmax(index, logits, out_dtype):
+    """Run the selected edge_softmax kernel; answers empty cases itself. Returns ``(E, F)``."""
+    if logits.numel() == 0:
+        return torch.zeros(logits.shape, dtype=out_dtype, device=logits.device)
+    fn = _choose("edge_softmax", index, logits, out_dtype)
+    with autocast_disabled(logits.device.type):
+        return fn(index, logits, out_dtype)
+
+
+def _register_builtin():
+    from . import _reference, _torch_backend
+    register("spmm", "reference", _reference.spmm)
+    register("sddmm", "reference", _reference.sddmm)
+    register("edge_softmax", "reference", _reference.edge_softmax)
+    register("spmm", "torch", _torch_backend.spmm)
+    register("sddmm", "torch", _torch_backend.sddmm)
+    register("edge_softmax", "torch", _torch_backend.edge_softmax)
+
+
+_register_builtin()

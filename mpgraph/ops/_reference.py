@@ -1,0 +1,122 @@
+"""Plain PyTorch implementations of the op kernels: the test oracle and the last-resort path.
+
+Written for obviousness, not speed: every operand is upcast to the accumulation
+dtype, messages are materialised per edge (``dot`` too: ``(E, F, K)``), and
+reductions use ``index_add_`` / ``scatter_reduce_``. Signatures and semantics are
+the kernel contract documented in :mod:`mpgraph.ops._dispatch`.
+"""
+
+import torch
+
+from ..precision import accum_dtype
+
+__all__ = ["spmm", "sddmm", "edge_softmax", "binary"]
+
+
+def _accum(lhs, rhs, out_dtype):
+    """Accumulation dtype for operands ``lhs``/``rhs`` (one dtype, either may be None) and ``out_dtype``."""
+    operand = lhs.dtype if lhs is not None else rhs.dtype
+    return accum_dtype(torch.promote_types(operand, out_dtype))
+
+
+def binary(op, a, b):
+    """``a op b`` with broadcasting; ``dot`` sums the last dimension and keeps it as 1."""
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "div":
+        return a / b
+    if op == "dot":
+        return (a * b).sum(dim=-1, keepdim=True)
+    raise ValueError(f"unknown binary op {op!r}")  # unreachable: ops validate op names
+
+
+def _rows(index, target):
+    """Row of each edge in an operand with ``target`` rows (None: the edge itself)."""
+    if target == "u":
+        return index.src64
+    if target == "v":
+        return index.dst64
+    return None
+
+
+def _at_edges(x, rows, num_rows, shape, acc):
+    """``x: (num_rows, prod(shape))`` -> ``(E, *shape)`` in ``acc`` at the edges' rows."""
+    x = x.to(acc).reshape((num_rows,) + tuple(shape))
+    return x if rows is None else x.index_select(0, rows)
+
+
+def _num_rows(index, target):
+    return {"u": index.num_src, "v": index.num_dst, "e": index.num_edges}[target]
+
+
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
+    """Reference gSpMM kernel (see :mod:`mpgraph.ops._dispatch` for the contract)."""
+    acc = _accum(lhs, rhs, out_dtype)
+    E, N, F = index.num_edges, index.num_dst, bcast.F
+    src, dst = index.src64, index.dst64
+    if op == "copy_lhs":
+        msg = lhs.to(acc).index_select(0, src)                                 # (E, F)
+    elif op == "copy_rhs":
+        msg = rhs.to(acc)                                                      # (E, F)
+    else:
+        a = _at_edges(lhs, src, index.num_src, bcast.lhs_shape, acc)           # (E, *lhs_shape)
+        b = _at_edges(rhs, None, E, bcast.rhs_shape, acc)                      # (E, *rhs_shape)
+        msg = binary(op, a, b).reshape(E, F)
+    deg = index.in_degrees()
+    if reduce in ("sum", "mean"):
+        out = torch.zeros(N, F, dtype=acc, device=msg.device).index_add_(0, dst, msg)
+        if reduce == "mean":
+            out = out / deg.clamp(min=1).to(torch.float32).unsqueeze(1)
+        return out.to(out_dtype), None, None
+
+    # max / min: messages rounded to the output format (as a kernel in that format computes them),
+    # true +-inf identities, then the smallest edge ID attaining the extremum
+    msg = msg.to(out_dtype).to(acc)
+    identity = float("-inf") if reduce == "max" else float("inf")
+    dst2 = dst.unsqueeze(1).expand(E, F)
+    out = torch.full((N, F), identity, dtype=acc, device=msg.device)
+    out.scatter_reduce_(0, dst2, msg, "amax" if reduce == "max" else "amin", include_self=True)
+    eid = torch.arange(E, dtype=torch.int64, device=msg.device).unsqueeze(1).expand(E, F)
+    candidate = torch.where(msg == out.index_select(0, dst), eid, E)
+    arg_e = torch.full((N, F), E, dtype=torch.int64, device=msg.device)
+    arg_e.scatter_reduce_(0, dst2, candidate, "amin", include_self=True)
+    arg_e = torch.where(arg_e == E, -1, arg_e)                                 # no edge (or NaN)
+    empty = (deg == 0).unsqueeze(1)
+    out = torch.where(empty, 0.0, out)
+    arg_u = None
+    if lhs is not None:
+        arg_u = torch.where(arg_e >= 0, src[arg_e.clamp(min=0)], -1)
+    return out.to(out_dtype), arg_u, (arg_e if rhs is not None else None)
+
+
+def sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype):
+    """Reference gSDDMM kernel (materialises ``dot`` products per edge)."""
+    acc = _accum(lhs, rhs, out_dtype)
+    E = index.num_edges
+    if op == "copy_lhs":
+        out = _at_edges(lhs, _rows(index, lhs_target), _num_rows(index, lhs_target), bcast.lhs_shape, acc)
+    elif op == "copy_rhs":
+        out = _at_edges(rhs, _rows(index, rhs_target), _num_rows(index, rhs_target), bcast.rhs_shape, acc)
+    else:
+        a = _at_edges(lhs, _rows(index, lhs_target), _num_rows(index, lhs_target), bcast.lhs_shape, acc)
+        b = _at_edges(rhs, _rows(index, rhs_target), _num_rows(index, rhs_target), bcast.rhs_shape, acc)
+        out = binary(op, a, b)
+    return out.reshape(E, bcast.F).to(out_dtype, copy=op in ("copy_lhs", "copy_rhs"))   # never alias inputs
+
+
+def edge_softmax(index, logits, out_dtype):
+    """Reference edge softmax over the in-edges of each destination."""
+    acc = torch.promote_types(accum_dtype(out_dtype), accum_dtype(logits.dtype))
+    E, F = logits.shape
+    N = index.num_dst
+    dst = index.dst64
+    x = logits.to(acc)
+    m = torch.full((N, F), float("-inf"), dtype=acc, device=x.device)
+    m.scatter_reduce_(0, dst.unsqueeze(1).expand(E, F), x, "amax", include_self=True)
+    z = torch.exp(x - m.index_select(0, dst))
+    s = torch.zeros(N, F, dtype=acc, device=x.device).index_add_(0, dst, z)
+    return (z / s.index_select(0, dst)).to(out_dtype)

@@ -1,0 +1,354 @@
+"""Generalized sparse-dense matrix multiplication (gSpMM): messages on edges reduced at destinations."""
+
+import torch
+
+from .._index import as_index
+from ..precision import accum_dtype, autocast_cast, autocast_disabled, autocast_dtype, result_dtype
+from . import _dispatch
+from . import sddmm as _sddmm_module
+from ._broadcast import infer_bcast, sum_to_shape
+from ._checks import check_choice, check_feature, in_degrees_f32, reversed_index
+
+__all__ = [
+    "gspmm",
+    "copy_u_sum", "copy_u_mean", "copy_u_max", "copy_u_min",
+    "copy_e_sum", "copy_e_mean", "copy_e_max", "copy_e_min",
+    "u_add_e_sum", "u_add_e_mean", "u_add_e_max", "u_add_e_min",
+    "u_sub_e_sum", "u_sub_e_mean", "u_sub_e_max", "u_sub_e_min",
+    "u_mul_e_sum", "u_mul_e_mean", "u_mul_e_max", "u_mul_e_min",
+    "u_div_e_sum", "u_div_e_mean", "u_div_e_max", "u_div_e_min",
+]
+
+SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
+REDUCE_OPS = ("sum", "max", "min", "mean")
+
+
+def gspmm(g, op, reduce_op, lhs_data, rhs_data):
+    r"""Generalized SpMM: compute a message on every edge and reduce them at each destination.
+
+    .. math::
+
+        x_v = \bigoplus_{(u, e, v) \in \mathcal{G}} \phi(x_u, x_e)
+
+    where :math:`\phi` is ``op`` and :math:`\bigoplus` is ``reduce_op``. Feature
+    shapes (all dimensions after the first) broadcast like numpy's: a missing
+    leading dimension counts as 1, so ``(N, H, D)`` with ``(E, H, 1)`` gives
+    ``(N_dst, H, D)`` and ``(N, D)`` with ``(E,)`` gives ``(N_dst, D)``.
+
+    Sums and means accumulate in float32 for float16/bfloat16 features (float64
+    for float64) and round once; ``mean`` divides by the in-degree before that
+    rounding. ``max``/``min`` start from -inf/+inf; a node without in-edges gets 0
+    for every reducer. Under :class:`torch.autocast` float operands (not float64)
+    are cast to the autocast dtype first, as ``matmul`` does. Differentiable in
+    both operands (``max``/``min`` send the gradient to the winning edge).
+
+    Parameters
+    ----------
+    g : Graph or Index
+        The graph (``N_src`` source nodes, ``N_dst`` destination nodes, ``E`` edges).
+    op : str
+        ``'add'``, ``'sub'``, ``'mul'``, ``'div'``, ``'copy_lhs'`` or ``'copy_rhs'``.
+    reduce_op : str
+        ``'sum'``, ``'max'``, ``'min'`` or ``'mean'``.
+    lhs_data : torch.Tensor or None
+        Source-node features ``(N_src, *F1)``; ignored (may be None) for ``'copy_rhs'``.
+    rhs_data : torch.Tensor or None
+        Edge features ``(E, *F2)`` in edge-ID order; ignored (may be None) for ``'copy_lhs'``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(N_dst, *F)`` with ``F`` the broadcast feature shape, in the promoted
+        dtype of the operands (:func:`torch.result_type` rules).
+
+    Raises
+    ------
+    DGLError
+        Unknown ``op``/``reduce_op``; wrong row count; tensor on another device
+        than the graph; feature shapes that do not broadcast.
+    DGLTypeError
+        A feature that is not a floating-point tensor.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import mpgraph
+    >>> from mpgraph.ops import gspmm
+    >>> g = mpgraph.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 1, 2])))   # edges 0->1, 1->1, 2->2
+    >>> x = torch.tensor([[1.], [2.], [3.]])
+    >>> w = torch.tensor([10., 20., 30.])
+    >>> gspmm(g, 'mul', 'sum', x, w)
+    tensor([[ 0.],
+            [50.],
+            [90.]])
+    >>> gspmm(g, 'copy_lhs', 'max', x.half(), None)
+    tensor([[0.],
+            [2.],
+            [3.]], dtype=torch.float16)
+    """
+    index = as_index(g)
+    check_choice("op", op, SPMM_OPS, "gspmm")
+    check_choice("reduce_op", reduce_op, REDUCE_OPS, "gspmm")
+    if op == "copy_lhs":
+        rhs_data = None
+    if op == "copy_rhs":
+        lhs_data = None
+    if lhs_data is not None or op != "copy_rhs":
+        check_feature("lhs_data", lhs_data, index.num_src, "source nodes", index.device, "gspmm")
+    if rhs_data is not None or op != "copy_lhs":
+        check_feature("rhs_data", rhs_data, index.num_edges, "edges", index.device, "gspmm")
+    amp = autocast_dtype(index.device.type)
+    if amp is None:
+        return _gspmm(index, op, reduce_op, lhs_data, rhs_data)
+    lhs_data, rhs_data = autocast_cast(amp, lhs_data, rhs_data)
+    with autocast_disabled(index.device.type):
+        return _gspmm(index, op, reduce_op, lhs_data, rhs_data)
+
+
+def _gspmm(index, op, reduce_op, lhs, rhs, out_dtype=None):
+    """gSpMM on validated operands (no autocast); ``out_dtype`` defaults to the promoted dtype."""
+    dtype = result_dtype(lhs, rhs)
+    lhs = None if lhs is None else lhs.to(dtype)
+    rhs = None if rhs is None else rhs.to(dtype)
+    bcast = infer_bcast(op, None if lhs is None else lhs.shape[1:], None if rhs is None else rhs.shape[1:],
+                        index.device)
+    lhs2 = None if lhs is None else lhs.reshape(index.num_src, bcast.L).contiguous()
+    rhs2 = None if rhs is None else rhs.reshape(index.num_edges, bcast.R).contiguous()
+    out = GSpMM.apply(index, op, reduce_op, bcast, out_dtype or dtype, lhs2, rhs2)
+    return out.reshape((index.num_dst,) + bcast.out_shape)
+
+
+class GSpMM(torch.autograd.Function):
+    """Autograd function of gSpMM on flattened operands ``lhs: (N_src, L)``, ``rhs: (E, R)`` -> ``(N_dst, F)``."""
+
+    @staticmethod
+    def forward(ctx, index, op, reduce_op, bcast, out_dtype, lhs, rhs):
+        out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype)
+        ctx.index, ctx.op, ctx.reduce_op, ctx.bcast = index, op, reduce_op, bcast
+        ctx.save_for_backward(lhs, rhs, arg_u, arg_e)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        lhs, rhs, arg_u, arg_e = ctx.saved_tensors
+        need_lhs, need_rhs = ctx.needs_input_grad[5], ctx.needs_input_grad[6]
+        if ctx.reduce_op in ("max", "min"):
+            grad_lhs, grad_rhs = _extreme_backward(ctx.index, ctx.op, ctx.bcast, lhs, rhs, arg_u, arg_e,
+                                                   grad_out, need_lhs, need_rhs)
+        else:
+            grad_lhs, grad_rhs = _sum_backward(ctx.index, ctx.op, ctx.reduce_op, ctx.bcast, lhs, rhs,
+                                               grad_out, need_lhs, need_rhs)
+        return None, None, None, None, None, grad_lhs, grad_rhs
+
+
+def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, need_rhs):
+    """Gradients of sum/mean gSpMM, written as gSpMM on the reversed graph and gSDDMM."""
+    N_src, N_dst, E = index.num_src, index.num_dst, index.num_edges
+    out_shape = bcast.out_shape
+    G = grad_out.reshape((N_dst,) + out_shape)
+    if reduce_op == "mean":
+        deg = in_degrees_f32(index).reshape((N_dst,) + (1,) * len(out_shape))
+        G = G.to(accum_dtype(G.dtype)) / deg
+    lhs_nd = None if lhs is None else lhs.reshape((N_src,) + bcast.lhs_shape)
+    rhs_nd = None if rhs is None else rhs.reshape((E,) + bcast.rhs_shape)
+    grad_lhs = grad_rhs = None
+    if need_lhs:
+        # d lhs[u] = sum over out-edges (u, e, v) of G[v] * d msg / d lhs
+        broadcast = bcast.lhs_shape != out_shape
+        odt = accum_dtype(lhs.dtype) if broadcast else lhs.dtype
+        rev = reversed_index(index)
+        if op in ("copy_lhs", "add", "sub"):
+            t = _gspmm(rev, "copy_lhs", "sum", G, None, odt)
+        else:  # mul, div: G[v] * rhs[e] or G[v] / rhs[e]
+            t = _gspmm(rev, op, "sum", G, rhs_nd, odt)
+        grad_lhs = sum_to_shape(t, bcast.lhs_shape).to(lhs.dtype).reshape(N_src, bcast.L)
+    if need_rhs:
+        broadcast = bcast.rhs_shape != out_shape
+        acc = accum_dtype(rhs.dtype)
+        if op in ("copy_rhs", "add", "sub"):
+            t = _sddmm_module._gsddmm(index, "copy_rhs", None, G, "u", "v", acc if broadcast else rhs.dtype)
+            if op == "sub":
+                t = -t
+        else:
+            odt = acc if (broadcast or op == "div") else rhs.dtype
+            if len(out_shape) > 0 and bcast.rhs_shape[-1] == 1 and out_shape[-1] > 1:
+                # rhs is constant along the last dimension (GAT: (E, H, 1) against (N, H, D)):
+                # contract it with a dot instead of materialising (E, ..., D)
+                t = _sddmm_module._gsddmm(index, "dot", lhs_nd, G, "u", "v", odt)
+            else:
+                t = _sddmm_module._gsddmm(index, "mul", lhs_nd, G, "u", "v", odt)
+            if op == "div":  # d (l / r) / d r = -l / r^2
+                r = rhs_nd.to(acc)
+                t = -t / (r * r)
+        grad_rhs = sum_to_shape(t, bcast.rhs_shape).to(rhs.dtype).reshape(E, bcast.R)
+    return grad_lhs, grad_rhs
+
+
+def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_lhs, need_rhs):
+    """Gradients of max/min gSpMM: each output element's gradient goes to its winning edge."""
+    N_src, E = index.num_src, index.num_edges
+    F = bcast.F
+    grad_lhs = grad_rhs = None
+    if E == 0:
+        if need_lhs:
+            grad_lhs = torch.zeros_like(lhs)
+        if need_rhs:
+            grad_rhs = torch.zeros_like(rhs)
+        return grad_lhs, grad_rhs
+    winner = arg_u if arg_u is not None else arg_e                     # [N_dst, F], -1 = no edge
+    valid = winner >= 0
+    f = torch.arange(F, dtype=torch.int64, device=grad_out.device)
+    lpos = f if bcast.lhs_off is None else bcast.lhs_off               # [F]
+    rpos = f if bcast.rhs_off is None else bcast.rhs_off
+    u = None if arg_u is None else arg_u.clamp(min=0)
+    e = None if arg_e is None else arg_e.clamp(min=0)
+    L, R = bcast.L, bcast.R
+    if need_lhs:
+        acc = accum_dtype(lhs.dtype)
+        coef = torch.where(valid, grad_out.to(acc), 0.0)
+        if op == "mul":
+            coef = coef * rhs.reshape(-1)[e * R + rpos].to(acc)
+        elif op == "div":
+            coef = coef / rhs.reshape(-1)[e * R + rpos].to(acc)
+        grad = torch.zeros(N_src * L, dtype=acc, device=coef.device)
+        grad.index_add_(0, (u * L + lpos).reshape(-1), coef.reshape(-1))
+        grad_lhs = grad.reshape(N_src, L).to(lhs.dtype)
+    if need_rhs:
+        acc = accum_dtype(rhs.dtype)
+        coef = torch.where(valid, grad_out.to(acc), 0.0)
+        if op == "sub":
+            coef = -coef
+        elif op in ("mul", "div"):
+            x = lhs.reshape(-1)[u * L + lpos].to(acc)
+            if op == "mul":
+                coef = coef * x
+            else:
+                r = rhs.reshape(-1)[e * R + rpos].to(acc)
+                coef = -coef * x / (r * r)
+        grad = torch.zeros(E * R, dtype=acc, device=coef.device)
+        grad.index_add_(0, (e * R + rpos).reshape(-1), coef.reshape(-1))
+        grad_rhs = grad.reshape(E, R).to(rhs.dtype)
+    return grad_lhs, grad_rhs
+
+
+# ----------------------------------------------------------------------------- named variants
+# Written out one by one (no generated names): DGL's dgl.ops.copy_u_sum, u_mul_e_max, ...
+
+def copy_u_sum(g, x):
+    """Sum of source-node features over in-edges: ``gspmm(g, 'copy_lhs', 'sum', x, None)``."""
+    return gspmm(g, "copy_lhs", "sum", x, None)
+
+
+def copy_u_mean(g, x):
+    """Mean of source-node features over in-edges: ``gspmm(g, 'copy_lhs', 'mean', x, None)``."""
+    return gspmm(g, "copy_lhs", "mean", x, None)
+
+
+def copy_u_max(g, x):
+    """Max of source-node features over in-edges: ``gspmm(g, 'copy_lhs', 'max', x, None)``."""
+    return gspmm(g, "copy_lhs", "max", x, None)
+
+
+def copy_u_min(g, x):
+    """Min of source-node features over in-edges: ``gspmm(g, 'copy_lhs', 'min', x, None)``."""
+    return gspmm(g, "copy_lhs", "min", x, None)
+
+
+def copy_e_sum(g, x):
+    """Sum of edge features over in-edges: ``gspmm(g, 'copy_rhs', 'sum', None, x)``."""
+    return gspmm(g, "copy_rhs", "sum", None, x)
+
+
+def copy_e_mean(g, x):
+    """Mean of edge features over in-edges: ``gspmm(g, 'copy_rhs', 'mean', None, x)``."""
+    return gspmm(g, "copy_rhs", "mean", None, x)
+
+
+def copy_e_max(g, x):
+    """Max of edge features over in-edges: ``gspmm(g, 'copy_rhs', 'max', None, x)``."""
+    return gspmm(g, "copy_rhs", "max", None, x)
+
+
+def copy_e_min(g, x):
+    """Min of edge features over in-edges: ``gspmm(g, 'copy_rhs', 'min', None, x)``."""
+    return gspmm(g, "copy_rhs", "min", None, x)
+
+
+def u_add_e_sum(g, x, y):
+    """``gspmm(g, 'add', 'sum', x, y)``: sum of ``x[u] + y[e]`` over in-edges."""
+    return gspmm(g, "add", "sum", x, y)
+
+
+def u_add_e_mean(g, x, y):
+    """``gspmm(g, 'add', 'mean', x, y)``: mean of ``x[u] + y[e]`` over in-edges."""
+    return gspmm(g, "add", "mean", x, y)
+
+
+def u_add_e_max(g, x, y):
+    """``gspmm(g, 'add', 'max', x, y)``: max of ``x[u] + y[e]`` over in-edges."""
+    return gspmm(g, "add", "max", x, y)
+
+
+def u_add_e_min(g, x, y):
+    """``gspmm(g, 'add', 'min', x, y)``: min of ``x[u] + y[e]`` over in-edges."""
+    return gspmm(g, "add", "min", x, y)
+
+
+def u_sub_e_sum(g, x, y):
+    """``gspmm(g, 'sub', 'sum', x, y)``: sum of ``x[u] - y[e]`` over in-edges."""
+    return gspmm(g, "sub", "sum", x, y)
+
+
+def u_sub_e_mean(g, x, y):
+    """``gspmm(g, 'sub', 'mean', x, y)``: mean of ``x[u] - y[e]`` over in-edges."""
+    return gspmm(g, "sub", "mean", x, y)
+
+
+def u_sub_e_max(g, x, y):
+    """``gspmm(g, 'sub', 'max', x, y)``: max of ``x[u] - y[e]`` over in-edges."""
+    return gspmm(g, "sub", "max", x, y)
+
+
+def u_sub_e_min(g, x, y):
+    """``gspmm(g, 'sub', 'min', x, y)``: min of ``x[u] - y[e]`` over in-edges."""
+    return gspmm(g, "sub", "min", x, y)
+
+
+def u_mul_e_sum(g, x, y):
+    """``gspmm(g, 'mul', 'sum', x, y)``: sum of ``x[u] * y[e]`` over in-edges (weighted aggregation)."""
+    return gspmm(g, "mul", "sum", x, y)
+
+
+def u_mul_e_mean(g, x, y):
+    """``gspmm(g, 'mul', 'mean', x, y)``: mean of ``x[u] * y[e]`` over in-edges."""
+    return gspmm(g, "mul", "mean", x, y)
+
+
+def u_mul_e_max(g, x, y):
+    """``gspmm(g, 'mul', 'max', x, y)``: max of ``x[u] * y[e]`` over in-edges."""
+    return gspmm(g, "mul", "max", x, y)
+
+
+def u_mul_e_min(g, x, y):
+    """``gspmm(g, 'mul', 'min', x, y)``: min of ``x[u] * y[e]`` over in-edges."""
+    return gspmm(g, "mul", "min", x, y)
+
+
+def u_div_e_sum(g, x, y):
+    """``gspmm(g, 'div', 'sum', x, y)``: sum of ``x[u] / y[e]`` over in-edges."""
+    return gspmm(g, "div", "sum", x, y)
+
+
+def u_div_e_mean(g, x, y):
+    """``gspmm(g, 'div', 'mean', x, y)``: mean of ``x[u] / y[e]`` over in-edges."""
+    return gspmm(g, "div", "mean", x, y)
+
+
+def u_div_e_max(g, x, y):
+    """``gspmm(g, 'div', 'max', x, y)``: max of ``x[u] / y[e]`` over in-edges."""
+    return gspmm(g, "div", "max", x, y)
+
+
+def u_div_e_min(g, x, y):
+    """``gspmm(g, 'div', 'min', x, y)``: min of ``x[u] / y[e]`` over in-edges."""
+    return gspmm(g, "div", "min", x, y)
