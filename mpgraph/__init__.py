@@ -6,20 +6,49 @@ Code written for DGL runs after changing its imports::
     import mpgraph.function as fn
 """
 
-from . import backend, function, init, ops, precision
+from . import backend, data, function, init, nn, ops, precision, transforms
 from ._index import Index
+from .batch import batch, slice_batch, unbatch
 from .base import ALL, EID, ETYPE, NID, NTYPE, DGLError
 from .convert import (block_from_index, create_block, from_networkx, from_scipy, graph, heterograph, rand_bipartite,
                       rand_graph, seed, to_networkx)
 from .graph import DGLBlock, DGLGraph, Graph
+from .graph_io import load_graphs, save_graphs
+from .readout import (broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes, min_edges,
+                      min_nodes, readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes,
+                      topk_edges, topk_nodes)
 from .precision import to_bfloat16, to_double, to_float, to_half
+from .transforms.functional import (add_reverse_edges, add_self_loop, compact_graphs, edge_subgraph, in_subgraph,
+                                    khop_graph, khop_in_subgraph, khop_out_subgraph, lap_pe, laplacian_pe, line_graph,
+                                    node_subgraph, out_subgraph, random_walk_pe, remove_self_loop, reorder_graph,
+                                    reverse, to_bidirected, to_simple)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLBlock", "Graph", "Index",
-    "backend", "function", "init", "ops", "precision",
+    "backend", "data", "function", "init", "nn", "ops", "precision",
     "graph", "heterograph", "create_block", "block_from_index", "rand_graph", "rand_bipartite",
     "from_scipy", "from_networkx", "to_networkx", "seed",
-    "to_half", "to_bfloat16", "to_float", "to_double",
+    "to_half", "to_bfloat16", "to_float", "to_double", "transforms",
+    "add_reverse_edges", "add_self_loop", "compact_graphs", "edge_subgraph", "in_subgraph", "khop_graph",
+    "khop_in_subgraph", "khop_out_subgraph", "lap_pe", "laplacian_pe", "line_graph", "node_subgraph", "out_subgraph",
+    "random_walk_pe", "remove_self_loop", "reorder_graph", "reverse", "to_bidirected", "to_simple",
+    "batch", "unbatch", "slice_batch", "save_graphs", "load_graphs",
+    "readout_nodes",
+    "readout_edges",
+    "sum_nodes",
+    "sum_edges",
+    "mean_nodes",
+    "mean_edges",
+    "max_nodes",
+    "max_edges",
+    "min_nodes",
+    "min_edges",
+    "softmax_nodes",
+    "softmax_edges",
+    "broadcast_nodes",
+    "broadcast_edges",
+    "topk_nodes",
+    "topk_edges",
 ]

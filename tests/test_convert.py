@@ -99,7 +99,7 @@ def test_create_block():
     b.dstdata["h"] = torch.zeros(2, 3)
     assert b.srcnodes().tolist() == [0, 1, 2, 3] and b.dstnodes().tolist() == [0, 1]
     with pytest.raises(DGLError, match="srcdata or dstdata"):
-        b.ndata
+        _ = b.ndata
     with pytest.raises(DGLError, match="below num_dst_nodes=1"):
         dgl.create_block(([0], [1]), num_src_nodes=2, num_dst_nodes=1)
 

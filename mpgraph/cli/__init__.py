@@ -1,0 +1,4 @@
+"""The ``mpgraph`` command line: ``train``, ``bench precision`` and ``info``.
+
+Nothing in the library imports this package.
+"""

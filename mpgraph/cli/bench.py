@@ -1,0 +1,119 @@
+"""``mpgraph bench precision``: the same training in each precision, each in its own process.
+
+Default: the guide's 3-layer GAT (hidden 256, heads 1,1,1) on ``reddit-like`` at a scale that
+finishes in a few minutes on 2 cores. Each precision runs ``mpgraph train`` in a fresh
+subprocess, so its peak memory is its own. The report is a table like the guide's (peak memory,
+time per epoch, final loss, accuracy, ratios to fp32), a PNG (memory bars and loss curves) and JSON.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from .memory import atomic_write
+from .train import PRECISIONS, _heads, _non_negative_float, _positive_int
+
+__all__ = ["add_bench_arguments", "run_precision"]
+
+
+def _precisions(text):
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in PRECISIONS]
+    if bad or not names:
+        import argparse
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(PRECISIONS)}, got {text!r}")
+    return names
+
+
+def add_bench_arguments(p):
+    p.add_argument("--model", default="gat", help="model (default: gat, the guide's)")
+    p.add_argument("--dataset", default="reddit-like", help="dataset (default: reddit-like)")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--scale", type=_non_negative_float, default=0.01,
+                   help="reddit-like size as a fraction of Reddit (default 0.01; 1.0 is Reddit's size)")
+    p.add_argument("--precisions", type=_precisions, default=["fp32", "bf16", "amp-bf16", "amp-fp16"],
+                   help="comma-separated precisions (default: fp32,bf16,amp-bf16,amp-fp16)")
+    p.add_argument("--epochs", type=_positive_int, default=20)
+    p.add_argument("--hidden", type=_positive_int, default=256)
+    p.add_argument("--layers", type=_positive_int, default=3)
+    p.add_argument("--heads", type=_heads, default=[1, 1, 1])
+    p.add_argument("--lr", type=_non_negative_float, default=1e-3)
+    p.add_argument("--weight-decay", type=_non_negative_float, default=5e-4)
+    p.add_argument("--dropout", type=_non_negative_float, default=0.0)
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plot", default="bench_precision.png", metavar="FILE.png")
+    p.add_argument("--json", default="bench_precision.json", metavar="FILE")
+    return p
+
+
+def _train_cmd(args, precision, out_json):
+    cmd = [sys.executable, "-m", "mpgraph", "train", "--quiet", "--model", args.model, "--dataset", args.dataset,
+           "--precision", precision, "--epochs", str(args.epochs), "--hidden", str(args.hidden),
+           "--layers", str(args.layers), "--lr", str(args.lr), "--weight-decay", str(args.weight_decay),
+           "--dropout", str(args.dropout), "--device", args.device, "--seed", str(args.seed), "--json", out_json]
+    if args.model == "gat":
+        cmd += ["--heads", ",".join(map(str, args.heads))]
+    if args.scale is not None:
+        cmd += ["--scale", str(args.scale)]
+    if args.data_dir:
+        cmd += ["--data-dir", args.data_dir]
+    return cmd
+
+
+def run_precision(args):
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for precision in args.precisions:
+            out = os.path.join(tmp, f"{precision}.json")
+            print(f"[bench] training {args.model} on {args.dataset} in {precision} ...", flush=True)
+            proc = subprocess.run(_train_cmd(args, precision, out), capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.stderr.write(proc.stdout + proc.stderr)
+                print(f"mpgraph bench: error: training in {precision} failed (exit {proc.returncode})",
+                      file=sys.stderr)
+                return proc.returncode if proc.returncode > 0 else 1
+            with open(out) as f:
+                results[precision] = json.load(f)
+    base = results.get("fp32")
+    print(_table(results, base))
+    report = {"model": args.model, "dataset": args.dataset, "scale": args.scale, "epochs": args.epochs,
+              "results": results}
+    if base is not None:
+        report["ratios_to_fp32"] = {p: _ratios(r, base) for p, r in results.items()}
+    if args.json:
+        atomic_write(args.json, json.dumps(report, indent=1))
+        print(f"wrote {args.json}")
+    if args.plot:
+        from .train import plot_curves
+        plot_curves(results, args.plot, memory_bars=True)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _ratios(r, base):
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+    return {"peak_mem": ratio(r["peak_mem_bytes"], base["peak_mem_bytes"]),
+            "epoch_time": ratio(r["median_epoch_s"], base["median_epoch_s"]),
+            "final_loss_rel_diff": (abs(r["final_loss"] - base["final_loss"]) / abs(base["final_loss"])
+                                    if base["final_loss"] else None)}
+
+
+def _table(results, base):
+    head = ["precision", "peak mem (MiB)", "epoch (ms)", "final loss", "test acc", "mem/fp32", "time/fp32",
+            "loss diff"]
+    rows = []
+    for p, r in results.items():
+        ra = _ratios(r, base) if base else {}
+        rows.append([p, f"{(r['peak_mem_bytes'] or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}",
+                     f"{r['final_loss']:.4f}", f"{100 * r['test_acc_mean']:.1f}%",
+                     f"{ra['peak_mem']:.2f}" if ra.get("peak_mem") else "-",
+                     f"{ra['epoch_time']:.2f}" if ra.get("epoch_time") else "-",
+                     f"{100 * ra['final_loss_rel_diff']:.1f}%" if ra.get("final_loss_rel_diff") is not None else "-"])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(f"{c:>{w}}" for c, w in zip(head, widths))]
+    lines += ["  ".join(f"{c:>{w}}" for c, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)

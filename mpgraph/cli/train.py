@@ -1,0 +1,309 @@
+"""``mpgraph train``: full-graph node classification in a chosen precision, with a report.
+
+Precisions:
+
+* ``fp32``: everything in float32.
+* ``bf16`` / ``fp16``: graph features, input features and model converted, as in DGL's CPU
+  bfloat16 recipe (``to_bfloat16(g)``, ``model.to(torch.bfloat16)``). The loss is taken in
+  float32. fp16 uses Adam with ``eps=1e-4`` (1e-8 is zero in fp16).
+* ``amp-bf16`` / ``amp-fp16``: float32 model under ``torch.autocast``; fp16 adds a
+  ``torch.amp.GradScaler``.
+
+Reported: test accuracy at the epoch of best validation accuracy, median epoch time (forward,
+backward and optimizer step), peak memory above the level before training (CPU: peak RSS;
+CUDA: ``max_memory_allocated``) and edges per second (edges / median epoch time).
+"""
+
+import contextlib
+import json
+import math
+import os
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from .. import precision as prec
+from ..convert import seed as set_seed
+from .datasets import DATASETS, load_dataset
+from .memory import PeakMemory, atomic_write
+from .models import DEFAULTS, MODELS, build_model, count_parameters
+
+__all__ = ["add_train_arguments", "run", "train_once", "PRECISIONS"]
+
+PRECISIONS = ("fp32", "bf16", "fp16", "amp-bf16", "amp-fp16")
+_DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise _arg_error(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise _arg_error(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise _arg_error(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise _arg_error(f"expected a finite number >= 0, got {text}")
+    return value
+
+
+def _dropout(text):
+    value = _non_negative_float(text)
+    if value >= 1:
+        raise _arg_error(f"expected a dropout probability in [0, 1), got {text}")
+    return value
+
+
+def _heads(text):
+    try:
+        heads = [int(h) for h in text.split(",")]
+    except ValueError:
+        raise _arg_error(f"expected comma-separated head counts such as 8,1, got {text!r}") from None
+    if not heads or min(heads) <= 0:
+        raise _arg_error(f"expected positive head counts, got {text!r}")
+    return heads
+
+
+def _arg_error(msg):
+    import argparse
+    return argparse.ArgumentTypeError(msg)
+
+
+def add_train_arguments(p):
+    """Add the ``train`` options to an argparse parser."""
+    p.add_argument("--model", choices=MODELS, default="gcn", help="model (default: gcn)")
+    p.add_argument("--dataset", choices=sorted(DATASETS), default="csbm",
+                   help="dataset (default: csbm, generated offline)")
+    p.add_argument("--data-dir", default=None,
+                   help="directory with raw files (e.g. shared/data: planetoid/, geom-gcn/ are looked up inside)")
+    p.add_argument("--scale", type=_non_negative_float, default=None,
+                   help="size of generated datasets: reddit-like node count x scale (default 0.02); "
+                        "csbm nodes = 10000 x scale (default 1)")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="precision mode (default: fp32)")
+    p.add_argument("--epochs", type=_positive_int, default=200)
+    p.add_argument("--lr", type=_non_negative_float, default=None, help="learning rate (model default)")
+    p.add_argument("--weight-decay", type=_non_negative_float, default=None)
+    p.add_argument("--hidden", type=_positive_int, default=None, help="hidden size (model default)")
+    p.add_argument("--layers", type=_positive_int, default=None, help="number of layers (default 2)")
+    p.add_argument("--heads", type=_heads, default=None, help="GAT heads per layer, e.g. 8,1")
+    p.add_argument("--dropout", type=_dropout, default=None)
+    p.add_argument("--split", type=int, default=0, help="split index for datasets with several (geom-gcn)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runs", type=_positive_int, default=1, help="independent runs (mean and std reported)")
+    p.add_argument("--plot", default=None, metavar="FILE.png", help="write loss/accuracy curves")
+    p.add_argument("--json", default=None, metavar="FILE", help="write results as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _device(name):
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("mpgraph train: error: --device cuda requested but CUDA is not available")
+    return torch.device(name)
+
+
+def _settings(args):
+    d = dict(DEFAULTS[args.model])
+    for key in ("hidden", "lr", "weight_decay", "dropout", "layers"):
+        value = getattr(args, key)
+        if value is not None:
+            d[key] = value
+    heads = args.heads if args.heads is not None else ([int(h) for h in d["heads"].split(",")] if d["heads"] else None)
+    if args.model == "gat":
+        if heads is None:
+            heads = [1] * d["layers"]
+        if args.layers is None and args.heads is not None:
+            d["layers"] = len(heads)
+        if len(heads) != d["layers"]:
+            raise SystemExit(f"mpgraph train: error: --heads gives {len(heads)} head counts but the model has "
+                             f"{d['layers']} layers")
+    d["heads"] = heads
+    return d
+
+
+def _masks(g, split):
+    masks = []
+    for key in ("train_mask", "val_mask", "test_mask"):
+        m = g.ndata[key]
+        if m.dim() == 2:
+            if not 0 <= split < m.shape[1]:
+                raise SystemExit(f"mpgraph train: error: --split {split} out of range (dataset has {m.shape[1]})")
+            m = m[:, split]
+        masks.append(m.bool())
+    return masks
+
+
+def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
+    """Train one model; returns a dict of curves and figures."""
+    set_seed(run_seed)
+    feat = g.ndata["feat"]
+    labels = g.ndata["label"]
+    train_mask, val_mask, test_mask = _masks(g, args.split)
+    model = build_model(args.model, feat.shape[1], num_classes, settings["hidden"], settings["layers"],
+                        settings["dropout"], settings["heads"]).to(device)
+    mode = args.precision
+    dtype = _DTYPE.get(mode)
+    autocast = mode.startswith("amp-")
+    structure = g
+    if mode in ("bf16", "fp16"):
+        structure = prec.to_bfloat16(g) if mode == "bf16" else prec.to_half(g)
+        feat = feat.to(dtype)
+        model = model.to(dtype)
+    eps = 1e-4 if mode == "fp16" else 1e-8
+    opt = torch.optim.Adam(model.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"], eps=eps)
+    scaler = torch.amp.GradScaler(device.type) if mode == "amp-fp16" else None
+
+    def ctx():
+        if autocast:
+            return torch.autocast(device.type, dtype=dtype)
+        return contextlib.nullcontext()
+
+    def evaluate():
+        model.eval()
+        with torch.no_grad(), ctx():
+            logits = model(structure, feat)
+        pred = logits.float().argmax(1)
+        return [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan")
+                for m in (train_mask, val_mask, test_mask)]
+
+    losses, val_accs, times = [], [], []
+    best_val, test_at_best, best_epoch = -1.0, 0.0, 0
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=args.epochs, desc=f"{args.model}/{args.dataset}/{mode}", leave=False)
+    with PeakMemory(device) as mem:
+        for epoch in range(args.epochs):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            model.train()
+            with ctx():
+                logits = model(structure, feat)
+            loss = F.cross_entropy(logits[train_mask].float(), labels[train_mask])
+            opt.zero_grad(set_to_none=True)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            else:
+                loss.backward()
+                opt.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            times.append(time.perf_counter() - t0)
+            losses.append(loss.item())
+            _, val_acc, test_acc = evaluate()
+            val_accs.append(val_acc)
+            if val_acc > best_val:
+                best_val, test_at_best, best_epoch = val_acc, test_acc, epoch
+            if bar is not None:
+                bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
+                bar.update()
+    if bar is not None:
+        bar.close()
+    epoch_time = statistics.median(times)
+    return dict(losses=losses, val_accs=val_accs, epoch_times=times, median_epoch_s=epoch_time,
+                test_acc=test_at_best, best_val_acc=best_val, best_epoch=best_epoch,
+                peak_mem_bytes=mem.peak_bytes, mem_method=mem.method,
+                edges_per_s=g.num_edges() / epoch_time if epoch_time > 0 else float("nan"),
+                final_loss=losses[-1], parameters=count_parameters(model))
+
+
+def _fmt_mem(b):
+    return "n/a" if b is None else f"{b / 2**20:.1f} MiB"
+
+
+def run(args):
+    """Entry point of ``mpgraph train``; returns the exit code."""
+    device = _device(args.device)
+    settings = _settings(args)
+    g, num_classes, info = load_dataset(args.dataset, args.data_dir, args.scale, settings["self_loop"], args.seed)
+    g = g.to(device)
+    results = []
+    try:
+        for r in range(args.runs):
+            results.append(train_once(g, num_classes, args, settings, device, args.seed + r,
+                                      progress=not args.quiet))
+    except KeyboardInterrupt:
+        print("\ninterrupted: no output files written")
+        return 130
+    accs = [r["test_acc"] for r in results]
+    summary = dict(
+        model=args.model, dataset=args.dataset, precision=args.precision, device=str(device),
+        threads=torch.get_num_threads(), runs=args.runs, epochs=args.epochs, settings=settings,
+        num_nodes=g.num_nodes(), num_edges=g.num_edges(), dataset_info=info,
+        test_acc_mean=statistics.mean(accs), test_acc_std=statistics.pstdev(accs) if len(accs) > 1 else 0.0,
+        median_epoch_s=statistics.median(r["median_epoch_s"] for r in results),
+        peak_mem_bytes=max((r["peak_mem_bytes"] or 0) for r in results),
+        mem_method=results[0]["mem_method"],
+        edges_per_s=statistics.median(r["edges_per_s"] for r in results),
+        final_loss=statistics.mean(r["final_loss"] for r in results),
+        losses=results[0]["losses"], val_accs=results[0]["val_accs"], per_run=[
+            {k: r[k] for k in ("test_acc", "best_val_acc", "best_epoch", "median_epoch_s", "peak_mem_bytes",
+                               "final_loss")} for r in results],
+    )
+    print(_table(summary))
+    if args.json:
+        atomic_write(args.json, json.dumps(summary, indent=1))
+    if args.plot:
+        plot_curves({args.precision: summary}, args.plot)
+    return 0
+
+
+def _table(s):
+    acc = f"{100 * s['test_acc_mean']:.1f}" + (f" ± {100 * s['test_acc_std']:.1f}" if s["runs"] > 1 else "")
+    rows = [
+        ("model / dataset", f"{s['model']} / {s['dataset']} ({s['num_nodes']} nodes, {s['num_edges']} edges)"),
+        ("precision / device", f"{s['precision']} / {s['device']} ({s['threads']} threads)"),
+        (f"test accuracy at best val ({s['runs']} run{'s' if s['runs'] > 1 else ''})", f"{acc} %"),
+        ("median epoch time", f"{1e3 * s['median_epoch_s']:.1f} ms"),
+        ("peak memory (over baseline)", _fmt_mem(s["peak_mem_bytes"])),
+        ("edges per second", f"{s['edges_per_s']:.3g}"),
+        ("final training loss", f"{s['final_loss']:.4f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def plot_curves(summaries, path, memory_bars=False):
+    """Loss curves (and, for ``bench``, peak-memory bars) of several precisions into a PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cols = 2 if memory_bars else 1
+    fig, axes = plt.subplots(1, cols, figsize=(6 * cols, 4), squeeze=False)
+    ax = axes[0][0]
+    for name, s in summaries.items():
+        ax.plot(range(1, len(s["losses"]) + 1), s["losses"], label=name)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("training loss")
+    ax.legend()
+    ax.set_title("loss")
+    if memory_bars:
+        ax = axes[0][1]
+        names = list(summaries)
+        ax.bar(names, [(summaries[n]["peak_mem_bytes"] or 0) / 2**20 for n in names])
+        ax.set_ylabel("peak memory over baseline (MiB)")
+        ax.set_title("memory")
+    fig.tight_layout()
+    tmp = f"{path}.tmp-{os.getpid()}.png"
+    try:
+        fig.savefig(tmp)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -1,0 +1,100 @@
+"""The ``mpgraph`` command: train, bench precision, info; argument errors; output files."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from mpgraph.cli.main import build_parser, main
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLANETOID = ROOT.parent / "shared" / "data" / "planetoid"
+
+
+def test_train_csbm_fp32_and_json(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    rc = main(["train", "--model", "gcn", "--epochs", "5", "--scale", "0.05", "--quiet", "--json", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "test accuracy at best val" in text and "peak memory" in text and "edges per second" in text
+    data = json.loads(out.read_text())
+    assert data["precision"] == "fp32" and len(data["losses"]) == 5 and data["median_epoch_s"] > 0
+    assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "amp-bf16", "amp-fp16"])
+@pytest.mark.parametrize("model", ["gcn", "gat", "sage", "gin", "appnp", "sgc"])
+def test_train_every_model_and_precision(model, precision, tmp_path):
+    out = tmp_path / "r.json"
+    rc = main(["train", "--model", model, "--precision", precision, "--epochs", "3", "--scale", "0.03",
+               "--quiet", "--json", str(out)])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert all(l == l and l < 100 for l in data["losses"])  # finite
+
+
+def test_train_runs_mean_std_and_plot(tmp_path, capsys):
+    png = tmp_path / "curves.png"
+    assert main(["train", "--epochs", "3", "--runs", "2", "--scale", "0.03", "--quiet", "--plot", str(png)]) == 0
+    assert "(2 runs)" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not PLANETOID.exists(), reason="shared/data not available")
+def test_train_cora_from_data_dir(capsys):
+    rc = main(["train", "--dataset", "cora", "--data-dir", str(PLANETOID.parent), "--epochs", "30", "--quiet"])
+    assert rc == 0
+    assert "2708 nodes" in capsys.readouterr().out
+
+
+def test_missing_dataset_gives_clear_message(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MPGRAPH_OFFLINE", "1")
+    monkeypatch.setenv("MPGRAPH_DOWNLOAD_DIR", str(tmp_path))
+    rc = main(["train", "--dataset", "citeseer", "--data-dir", str(tmp_path), "--epochs", "1", "--quiet"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "mpgraph train: error:" in err and "ind.citeseer" in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["train", "--model", "nope"], "invalid choice"),
+    (["train", "--epochs", "0"], "positive integer"),
+    (["train", "--epochs", "x"], "positive integer"),
+    (["train", "--dropout", "1.5"], "dropout"),
+    (["train", "--precision", "fp8"], "invalid choice"),
+    (["train", "--heads", "8,a"], "head counts"),
+    (["bench", "precision", "--precisions", "fp32,fp64"], "subset"),
+    ([], "required"),
+])
+def test_bad_arguments_are_argparse_errors(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(argv)
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_heads_must_match_layers(capsys):
+    with pytest.raises(SystemExit, match="head counts"):
+        main(["train", "--model", "gat", "--heads", "2,2", "--layers", "3", "--epochs", "1", "--quiet"])
+
+
+def test_info_runs(capsys):
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert "torch" in text and "backend per op" in text and "cpu/bfloat16" in text
+
+
+def test_bench_precision_small(tmp_path):
+    out, png = tmp_path / "b.json", tmp_path / "b.png"
+    cmd = [sys.executable, "-m", "mpgraph", "bench", "precision", "--model", "gcn", "--dataset", "csbm",
+           "--scale", "0.03", "--epochs", "3", "--hidden", "16", "--layers", "2", "--precisions", "fp32,bf16",
+           "--json", str(out), "--plot", str(png)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert set(report["results"]) == {"fp32", "bf16"}
+    assert report["ratios_to_fp32"]["fp32"]["epoch_time"] == 1.0
+    assert "mem/fp32" in proc.stdout and png.exists()
