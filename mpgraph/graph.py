@@ -761,6 +761,14 @@ class Graph(GraphLike):
         mask = _check_mask(predicate(batch), eids.numel(), "edge")
         return self._out_ids(eids[mask])
 
+    def sample_neighbors(self, nodes, fanout, edge_dir="in", prob=None, replace=False, copy_ndata=True,
+                         copy_edata=True, exclude_edges=None, output_device=None):
+        """Sample neighbours of ``nodes``; see :func:`mpgraph.sampling.sample_neighbors`."""
+        from .sampling import sample_neighbors
+        return sample_neighbors(self, nodes, fanout, edge_dir=edge_dir, prob=prob, replace=replace,
+                                copy_ndata=copy_ndata, copy_edata=copy_edata, exclude_edges=exclude_edges,
+                                output_device=output_device)
+
     # ------------------------------------------------------------------
     # mutation (replaces the immutable Index; features follow)
     # ------------------------------------------------------------------

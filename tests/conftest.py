@@ -7,6 +7,12 @@ from graph_cases import CASES
 
 torch.manual_seed(0)
 
+# Under pytest-xdist every worker is a process of its own: two workers with two OpenMP threads
+# each oversubscribe a 2-core machine, and spinning OpenMP threads then make small ops 10-50x
+# slower. Tests measure correctness, not speed, so each worker uses one thread.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
+
 
 @pytest.fixture(params=["cpu"])
 def device(request):

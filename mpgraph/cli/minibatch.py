@@ -32,7 +32,7 @@ from ..dataloading import DataLoader, NeighborSampler
 from .memory import PeakMemory
 from .models import GAT, SAGE, count_parameters
 
-__all__ = ["BlockSAGE", "BlockGAT", "MINIBATCH_MODELS", "check_fanouts", "train_minibatch"]
+__all__ = ["BlockSAGE", "BlockGAT", "MINIBATCH_MODELS", "check_fanouts", "fanouts_arg", "train_minibatch"]
 
 _DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}
 
@@ -86,6 +86,18 @@ def check_fanouts(fanouts, num_layers):
     if bad:
         raise DGLError(f"expected fanouts >= 1 or -1 (every neighbour), got {list(fanouts)}")
     return list(fanouts)
+
+
+def fanouts_arg(text):
+    """argparse type of ``--fanouts``: ``'25,10'`` -> ``[25, 10]`` (each >= 1, or -1 for every neighbour)."""
+    import argparse
+    try:
+        fanouts = [int(f) for f in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated fanouts such as 25,10, got {text!r}") from None
+    if not fanouts or any(f == 0 or f < -1 for f in fanouts):
+        raise argparse.ArgumentTypeError(f"expected fanouts >= 1 or -1 (every neighbour), got {text!r}")
+    return fanouts
 
 
 def _build(name, in_feats, num_classes, settings):

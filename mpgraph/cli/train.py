@@ -28,6 +28,7 @@ from .. import precision as prec
 from ..convert import seed as set_seed
 from .datasets import DATASETS, load_dataset
 from .memory import PeakMemory, atomic_write
+from .minibatch import MINIBATCH_MODELS, check_fanouts, fanouts_arg, train_minibatch
 from .models import DEFAULTS, MODELS, build_model, count_parameters
 
 __all__ = ["add_train_arguments", "run", "train_once", "PRECISIONS"]
@@ -102,6 +103,11 @@ def add_train_arguments(p):
     p.add_argument("--runs", type=_positive_int, default=1, help="independent runs (mean and std reported)")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="write loss/accuracy curves")
     p.add_argument("--json", default=None, metavar="FILE", help="write results as JSON")
+    p.add_argument("--minibatch", action="store_true",
+                   help="mini-batch training on sampled blocks (models: sage, gat)")
+    p.add_argument("--fanouts", type=fanouts_arg, default=[25, 10],
+                   help="neighbours sampled per layer with --minibatch (default 25,10; -1 = all)")
+    p.add_argument("--batch-size", type=_positive_int, default=1024, help="seed nodes per mini-batch")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -230,19 +236,29 @@ def run(args):
     """Entry point of ``mpgraph train``; returns the exit code."""
     device = _device(args.device)
     settings = _settings(args)
+    trainer = train_once
+    if args.minibatch:
+        if args.model not in MINIBATCH_MODELS:
+            raise SystemExit(f"mpgraph train: error: --minibatch supports --model {' or '.join(MINIBATCH_MODELS)}, "
+                             f"got {args.model}")
+        try:
+            check_fanouts(args.fanouts, settings["layers"])
+        except ValueError as err:
+            raise SystemExit(f"mpgraph train: error: {err}") from None
+        trainer = train_minibatch
     g, num_classes, info = load_dataset(args.dataset, args.data_dir, args.scale, settings["self_loop"], args.seed)
     g = g.to(device)
     results = []
     try:
         for r in range(args.runs):
-            results.append(train_once(g, num_classes, args, settings, device, args.seed + r,
-                                      progress=not args.quiet))
+            results.append(trainer(g, num_classes, args, settings, device, args.seed + r, progress=not args.quiet))
     except KeyboardInterrupt:
         print("\ninterrupted: no output files written")
         return 130
     accs = [r["test_acc"] for r in results]
     summary = dict(
         model=args.model, dataset=args.dataset, precision=args.precision, device=str(device),
+        minibatch=bool(args.minibatch), fanouts=args.fanouts if args.minibatch else None,
         threads=torch.get_num_threads(), runs=args.runs, epochs=args.epochs, settings=settings,
         num_nodes=g.num_nodes(), num_edges=g.num_edges(), dataset_info=info,
         test_acc_mean=statistics.mean(accs), test_acc_std=statistics.pstdev(accs) if len(accs) > 1 else 0.0,

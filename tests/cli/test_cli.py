@@ -98,3 +98,20 @@ def test_bench_precision_small(tmp_path):
     assert set(report["results"]) == {"fp32", "bf16"}
     assert report["ratios_to_fp32"]["fp32"]["epoch_time"] == 1.0
     assert "mem/fp32" in proc.stdout and png.exists()
+
+
+@pytest.mark.parametrize("model, precision", [("sage", "fp32"), ("gat", "amp-bf16")])
+def test_train_minibatch(model, precision, tmp_path):
+    out = tmp_path / "m.json"
+    rc = main(["train", "--model", model, "--minibatch", "--fanouts", "5,3", "--batch-size", "128", "--epochs", "2",
+               "--precision", precision, "--scale", "0.05", "--quiet", "--json", str(out)])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert data["minibatch"] and data["fanouts"] == [5, 3] and len(data["losses"]) == 2
+
+
+def test_minibatch_rejects_bad_model_and_fanouts():
+    with pytest.raises(SystemExit, match="supports --model"):
+        main(["train", "--model", "gcn", "--minibatch", "--epochs", "1", "--quiet"])
+    with pytest.raises(SystemExit, match="fanout"):
+        main(["train", "--model", "sage", "--minibatch", "--fanouts", "5,5,5", "--epochs", "1", "--quiet"])
