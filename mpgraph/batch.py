@@ -280,6 +280,9 @@ def batch(graphs, ndata=ALL, edata=ALL):
     >>> bg.ndata['h'].squeeze(1)
     tensor([1., 2., 3., 4., 5.])
     """
+    from .heterograph import HeteroGraph, batch_hetero
+    if isinstance(graphs, (list, tuple)) and graphs and all(isinstance(x, HeteroGraph) for x in graphs):
+        return batch_hetero(graphs, ndata, edata)
     ndata = _feature_names(ndata, "ndata")
     edata = _feature_names(edata, "edata")
     graphs = _check_graph_list(graphs)
@@ -360,6 +363,9 @@ def unbatch(g, node_split=None, edge_split=None):
     >>> [x.num_nodes() for x in unbatch(g, node_split=[2, 2], edge_split=[1, 1])]
     [2, 2]
     """
+    from .heterograph import HeteroGraph, unbatch_hetero
+    if isinstance(g, HeteroGraph):
+        return unbatch_hetero(g, node_split, edge_split)
     _check_graph(g)
     if (node_split is None) != (edge_split is None):
         given = "node_split" if node_split is not None else "edge_split"

@@ -13,6 +13,9 @@ import torch
 from ._index import Index
 from .base import DGLError, DGLTypeError
 from .graph import Graph
+# Loaded here, while the package initialises, so that ``mpgraph.heterograph`` stays the function below:
+# a submodule imported later would rebind the package attribute to the module.
+from .heterograph import HeteroGraph
 
 __all__ = ["graph", "heterograph", "create_block", "block_from_index", "rand_graph", "rand_bipartite",
            "from_scipy", "from_networkx", "to_networkx", "seed"]
@@ -198,11 +201,40 @@ def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_
 
 
 def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
-    """Create a graph from ``{(srctype, etype, dsttype): (U, V)}``.
+    """Create a graph from ``{(srctype, etype, dsttype): (U, V)}``, one entry per relation.
 
-    This release supports one relation; with distinct ``srctype`` and
-    ``dsttype`` the result is uni-bipartite (separate source and destination
-    node sets). ``num_nodes_dict`` gives node counts per type.
+    With one relation whose node types are all the graph has, the result is a
+    :class:`~mpgraph.graph.Graph` (homogeneous when ``srctype == dsttype``,
+    uni-bipartite otherwise). With several relations, or when
+    ``num_nodes_dict`` names node types that no relation uses, it is a
+    :class:`~mpgraph.heterograph.HeteroGraph`. Node IDs are per type; the node
+    count of a type is ``num_nodes_dict[type]``, or else the largest ID of that
+    type in any relation plus one. Each relation accepts the data forms of
+    :func:`graph` (``(U, V)``, ``('coo', ...)``, ``('csr', ...)``, ``('csc', ...)``).
+
+    Parameters
+    ----------
+    data_dict : dict
+        ``{(srctype, etype, dsttype): data}``; ``etype`` names may repeat across
+        relations with different end types.
+    num_nodes_dict : dict, optional
+        ``{ntype: int}``.
+    idtype : torch.dtype, optional
+        ``torch.int32`` or ``torch.int64``; default from the ID tensors (int64 for lists).
+    device : torch.device, optional
+        Default: the device of the ID tensors.
+
+    Returns
+    -------
+    Graph or HeteroGraph
+
+    Raises
+    ------
+    DGLError
+        An empty dict or a key that is not a ``(srctype, etype, dsttype)`` tuple
+        of str; a relation given twice; negative IDs or IDs not below
+        ``num_nodes_dict[type]``; relations of different ID types (pass
+        ``idtype=``) or devices.
 
     Examples
     --------
@@ -210,28 +242,59 @@ def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
     >>> g = dgl.heterograph({('user', 'plays', 'game'): ([0, 1, 2], [0, 0, 1])})
     >>> g.num_src_nodes(), g.num_dst_nodes(), g.ntypes
     (3, 2, ['game', 'user'])
+    >>> hg = dgl.heterograph({('user', 'follows', 'user'): ([0, 1], [1, 2]),
+    ...                       ('user', 'plays', 'game'): ([0, 2], [1, 0])},
+    ...                      num_nodes_dict={'game': 4})
+    >>> hg.num_nodes('user'), hg.num_nodes('game'), hg.canonical_etypes
+    (3, 4, [('user', 'follows', 'user'), ('user', 'plays', 'game')])
     """
     if not isinstance(data_dict, dict) or not data_dict:
         raise DGLError(f"expected a non-empty dict {{(srctype, etype, dsttype): (U, V)}}, got {data_dict!r}")
-    if len(data_dict) != 1:
-        raise DGLError(f"expected one relation, got {len(data_dict)}: multi-relation heterographs are not "
-                       "supported yet (track the heterogeneous-graph issue); build one graph per relation")
-    (key, data), = data_dict.items()
-    if not (isinstance(key, tuple) and len(key) == 3 and all(isinstance(k, str) for k in key)):
-        raise DGLError(f"expected a canonical edge type (srctype, etype, dsttype) of str, got {key!r}")
-    srctype, etype, dsttype = key
+    for key in data_dict:
+        if not (isinstance(key, tuple) and len(key) == 3 and all(isinstance(k, str) for k in key)):
+            raise DGLError(f"expected a canonical edge type (srctype, etype, dsttype) of str, got {key!r}")
     num_nodes_dict = dict(num_nodes_dict or {})
-    unknown = set(num_nodes_dict) - {srctype, dsttype}
-    if unknown:
-        raise DGLError(f"num_nodes_dict names node types {sorted(unknown)} that no relation uses")
-    if srctype == dsttype:
-        n = num_nodes_dict.get(srctype)
-        index = _index_from_data(data, n, n, idtype, device, f"num_nodes_dict[{srctype!r}]",
-                                 f"num_nodes_dict[{srctype!r}]", square=True)
-    else:
-        index = _index_from_data(data, num_nodes_dict.get(srctype), num_nodes_dict.get(dsttype), idtype, device,
-                                 f"num_nodes_dict[{srctype!r}]", f"num_nodes_dict[{dsttype!r}]")
-    return Graph(index, (srctype, etype, dsttype))
+    used = {t for s, _, d in data_dict for t in (s, d)}
+    if len(data_dict) == 1 and set(num_nodes_dict) <= used:
+        (key, data), = data_dict.items()
+        srctype, etype, dsttype = key
+        if srctype == dsttype:
+            n = num_nodes_dict.get(srctype)
+            index = _index_from_data(data, n, n, idtype, device, f"num_nodes_dict[{srctype!r}]",
+                                     f"num_nodes_dict[{srctype!r}]", square=True)
+        else:
+            index = _index_from_data(data, num_nodes_dict.get(srctype), num_nodes_dict.get(dsttype), idtype,
+                                     device, f"num_nodes_dict[{srctype!r}]", f"num_nodes_dict[{dsttype!r}]")
+        return Graph(index, (srctype, etype, dsttype))
+    for t, n in num_nodes_dict.items():
+        _check_int(n, f"num_nodes_dict[{t!r}]")
+    indexes = {}
+    for key, data in data_dict.items():
+        s, _, d = key
+        ns, nd = num_nodes_dict.get(s), num_nodes_dict.get(d)
+        try:
+            if s == d:
+                indexes[key] = _index_from_data(data, ns, nd, idtype, device, f"num_nodes_dict[{s!r}]",
+                                                f"num_nodes_dict[{d!r}]", square=True)
+            else:
+                indexes[key] = _index_from_data(data, ns, nd, idtype, device, f"num_nodes_dict[{s!r}]",
+                                                f"num_nodes_dict[{d!r}]")
+        except DGLError as err:
+            raise type(err)(f"relation {key}: {err}") from err
+    idtypes = {ix.idtype for ix in indexes.values()}
+    if len(idtypes) > 1:
+        raise DGLError(f"expected the ID tensors of every relation to have one dtype, got "
+                       f"{sorted(str(t) for t in idtypes)}; pass idtype=")
+    counts = dict(num_nodes_dict)
+    for (s, _, d), ix in indexes.items():
+        counts[s] = max(counts.get(s, 0), ix.num_src)
+        counts[d] = max(counts.get(d, 0), ix.num_dst)
+    for key, ix in indexes.items():
+        s, _, d = key
+        if (ix.num_src, ix.num_dst) != (counts[s], counts[d]):
+            indexes[key] = Index.from_coo(ix.src, ix.dst, counts[s], counts[d])
+    dev = next(iter(indexes.values())).device
+    return HeteroGraph(indexes, counts, idtype=idtypes.pop(), device=dev)
 
 
 def create_block(data_dict, num_src_nodes=None, num_dst_nodes=None, idtype=None, device=None):

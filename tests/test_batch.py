@@ -247,3 +247,13 @@ def test_batch_unbatch_bipartite_roundtrip():
     assert (b.num_src_nodes(), b.num_dst_nodes()) == (2, 3) and b.nodes["user"].data["h"].tolist() == [10.0, 11.0]
     assert b.edges()[0].tolist() == [0] and b.edges()[1].tolist() == [2]
     assert torch.equal(a.edges()[0], g1.edges()[0])
+
+
+def test_batch_routes_heterographs():
+    def typed(n):
+        return dgl.heterograph({("a", "r", "b"): (torch.arange(n), torch.zeros(n, dtype=torch.int64)),
+                                ("b", "s", "a"): ([0], [0])}, {"a": n, "b": 1})
+    bg = batch([typed(2), typed(3)])
+    assert isinstance(bg, dgl.HeteroGraph) and bg.num_nodes("a") == 5 and bg.num_nodes("b") == 2
+    parts = unbatch(bg)
+    assert [p.num_nodes("a") for p in parts] == [2, 3]

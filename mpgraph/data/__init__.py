@@ -19,6 +19,7 @@ from .gnn_benchmark import (AmazonCoBuyComputerDataset, AmazonCoBuyPhotoDataset,
                             CoauthorPhysicsDataset, CoraFullDataset, GNNBenchmarkDataset)
 from .reddit import RedditDataset
 from .reddit_like import RedditLikeDataset
+from .typed_graph import SyntheticTypedGraphDataset, typed_citation_graph
 from .utils import DownloadError, download, extract_archive, get_download_dir
 
 __all__ = [
@@ -50,4 +51,6 @@ __all__ = [
     "CSBMDataset",
     "RedditLikeDataset",
     "SyntheticGraphClassification",
+    "SyntheticTypedGraphDataset",
+    "typed_citation_graph",
 ]

@@ -10,8 +10,9 @@ autocast dtype under :class:`torch.autocast`).
 from . import functional
 from .conv import (APPNPConv, ChebConv, DenseChebConv, DenseGraphConv, DenseSAGEConv, DotGatConv, EdgeConv,
                    EdgeWeightNorm, GATConv, GatedGraphConv, GATv2Conv, GCN2Conv, GINConv, GINEConv, GraphConv,
-                   RelGraphConv, SAGEConv, SGConv, TAGConv)
+                   RelGraphConv, SAGEConv, SGConv, TAGConv, HGTConv)
 from .functional import edge_softmax
+from .hetero import HeteroEmbedding, HeteroGraphConv, HeteroLinear
 from .glob import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
 from .linear import TypedLinear
 from .utils import Identity, JumpingKnowledge
@@ -24,5 +25,5 @@ __all__ = [
     "SGConv", "APPNPConv", "TAGConv", "ChebConv", "GCN2Conv", "GatedGraphConv", "EdgeConv", "RelGraphConv",
     "DenseGraphConv", "DenseSAGEConv", "DenseChebConv",
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set", "WeightAndSum",
-    "TypedLinear", "JumpingKnowledge", "Identity",
+    "TypedLinear", "JumpingKnowledge", "Identity", "HGTConv", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding",
 ]

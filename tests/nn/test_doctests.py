@@ -12,7 +12,7 @@ MODULES = [
     "mpgraph.nn.conv.edgeconv", "mpgraph.nn.conv.gatconv", "mpgraph.nn.conv.gatedgraphconv",
     "mpgraph.nn.conv.gatv2conv", "mpgraph.nn.conv.gcn2conv", "mpgraph.nn.conv.ginconv", "mpgraph.nn.conv.gineconv",
     "mpgraph.nn.conv.graphconv", "mpgraph.nn.conv.relgraphconv", "mpgraph.nn.conv.sageconv",
-    "mpgraph.nn.conv.sgconv", "mpgraph.nn.conv.tagconv",
+    "mpgraph.nn.conv.sgconv", "mpgraph.nn.conv.tagconv", "mpgraph.nn.conv.hgtconv", "mpgraph.nn.hetero",
 ]
 
 

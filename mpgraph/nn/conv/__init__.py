@@ -14,6 +14,7 @@ from .gcn2conv import GCN2Conv
 from .ginconv import GINConv
 from .gineconv import GINEConv
 from .graphconv import EdgeWeightNorm, GraphConv
+from .hgtconv import HGTConv
 from .relgraphconv import RelGraphConv
 from .sageconv import SAGEConv
 from .sgconv import SGConv
@@ -22,5 +23,5 @@ from .tagconv import TAGConv
 __all__ = [
     "GraphConv", "EdgeWeightNorm", "GATConv", "GATv2Conv", "DotGatConv", "SAGEConv", "GINConv", "GINEConv",
     "SGConv", "APPNPConv", "TAGConv", "ChebConv", "GCN2Conv", "GatedGraphConv", "EdgeConv", "RelGraphConv",
-    "DenseGraphConv", "DenseSAGEConv", "DenseChebConv",
+    "DenseGraphConv", "DenseSAGEConv", "DenseChebConv", "HGTConv",
 ]

@@ -8,6 +8,8 @@ from ..conv import (APPNPConv, ChebConv, DenseChebConv, DenseGraphConv, DenseSAG
                     EdgeWeightNorm, GATConv, GatedGraphConv, GATv2Conv, GCN2Conv, GINConv, GINEConv, GraphConv,
                     RelGraphConv, SAGEConv, SGConv, TAGConv)
 from ..functional import edge_softmax
+from ..conv import HGTConv
+from ..hetero import HeteroEmbedding, HeteroGraphConv, HeteroLinear
 from ..glob import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
 from ..linear import TypedLinear
 from ..utils import Identity, JumpingKnowledge
@@ -19,5 +21,5 @@ __all__ = [
     "SGConv", "APPNPConv", "TAGConv", "ChebConv", "GCN2Conv", "GatedGraphConv", "EdgeConv", "RelGraphConv",
     "DenseGraphConv", "DenseSAGEConv", "DenseChebConv",
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set", "WeightAndSum",
-    "TypedLinear", "JumpingKnowledge", "Identity",
+    "TypedLinear", "JumpingKnowledge", "Identity", "HGTConv", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding",
 ]
