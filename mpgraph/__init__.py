@@ -6,7 +6,8 @@ Code written for DGL runs after changing its imports::
     import mpgraph.function as fn
 """
 
-from . import backend, data, dataloading, function, init, nn, ops, partition, precision, sampling, transforms
+from . import (backend, data, dataloading, distributed, function, init, nn, ops, partition, precision, sampling,
+               transforms)
 from ._index import Index
 from .batch import batch, slice_batch, unbatch
 from .base import ALL, EID, ETYPE, NID, NTYPE, DGLError
@@ -30,7 +31,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALL", "EID", "ETYPE", "NID", "NTYPE", "DGLError", "DGLGraph", "DGLBlock", "Graph", "Index",
-    "backend", "data", "dataloading", "function", "init", "nn", "ops", "partition", "precision", "sampling",
+    "backend", "data", "dataloading", "distributed", "function", "init", "nn", "ops", "partition", "precision",
+    "sampling",
     "graph", "heterograph", "create_block", "block_from_index", "rand_graph", "rand_bipartite",
     "from_scipy", "from_networkx", "to_networkx", "seed",
     "to_half", "to_bfloat16", "to_float", "to_double", "transforms",

@@ -210,9 +210,11 @@ class Graph(GraphLike):
         return self._index.num_dst
 
     def number_of_src_nodes(self, ntype=None):
+        """Alias of :meth:`num_src_nodes`."""
         return self.num_src_nodes(ntype)
 
     def number_of_dst_nodes(self, ntype=None):
+        """Alias of :meth:`num_dst_nodes`."""
         return self.num_dst_nodes(ntype)
 
     def num_edges(self, etype=None):
@@ -477,6 +479,7 @@ class Graph(GraphLike):
         return self.to("cpu")
 
     def cuda(self, device=None):
+        """Copy of the graph on a CUDA device (the current one by default)."""
         return self.to(device or "cuda")
 
     def clone(self):
@@ -562,9 +565,11 @@ class Graph(GraphLike):
     edges = property(lambda self: EdgeView(self), doc="Edges (callable as g.edges(form, order)) and feature views.")
 
     def node_attr_schemes(self, ntype=None):
+        """``{name: (feature shape, dtype)}`` of the node features."""
         return {k: (tuple(v.shape[1:]), v.dtype) for k, v in self._node_frames[self._node_set(ntype, "dst")].items()}
 
     def edge_attr_schemes(self, etype=None):
+        """``{name: (feature shape, dtype)}`` of the edge features."""
         self._check_etype(etype)
         return {k: (tuple(v.shape[1:]), v.dtype) for k, v in self._edge_frame.items()}
 

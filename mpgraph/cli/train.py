@@ -109,6 +109,8 @@ def add_train_arguments(p):
                    help="neighbours sampled per layer with --minibatch (default 25,10; -1 = all)")
     p.add_argument("--batch-size", type=_positive_int, default=1024, help="seed nodes per mini-batch")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    from ..distributed.train import add_distributed_arguments
+    add_distributed_arguments(p)
     return p
 
 
@@ -234,6 +236,9 @@ def _fmt_mem(b):
 
 def run(args):
     """Entry point of ``mpgraph train``; returns the exit code."""
+    if args.distributed:
+        from ..distributed.train import run_distributed
+        return run_distributed(args, load_dataset=load_dataset)
     device = _device(args.device)
     settings = _settings(args)
     trainer = train_once

@@ -282,9 +282,9 @@ class JumpingKnowledge(nn.Module):
     num_layers : int, optional
         Number of layers combined; required for ``'lstm'``.
 
-    Shapes
-    ------
-    Input: a list of ``L`` tensors ``(N, D)``. Output: ``(N, L * D)`` for
+    Notes
+    -----
+    Shapes: Input: a list of ``L`` tensors ``(N, D)``. Output: ``(N, L * D)`` for
     ``'cat'``, ``(N, D)`` otherwise (``'cat'`` accepts different widths).
 
     Raises

@@ -62,9 +62,9 @@ class GATConv(nn.Module):
     bias : bool, default True
         Learnable bias ``(H * D,)`` (carried by ``res_fc`` when the residual is linear).
 
-    Shapes
-    ------
-    Input ``(N, *, D_in)``; output ``(N_dst, *, H, D)``; attention ``(E, *, H, 1)``.
+    Notes
+    -----
+    Shapes: Input ``(N, *, D_in)``; output ``(N_dst, *, H, D)``; attention ``(E, *, H, 1)``.
 
     Examples
     --------
