@@ -3,8 +3,9 @@
 import os
 
 from .. import data
+from ..base import DGLError
 
-__all__ = ["DATASETS", "load_dataset"]
+__all__ = ["DATASETS", "load_dataset", "split_masks"]
 
 # name -> (loader kind, class, subfolder of --data-dir to look in first)
 DATASETS = {
@@ -53,3 +54,16 @@ def load_dataset(name, data_dir=None, scale=None, self_loop=False, seed=0):
     if scale is not None and kind == "generated":
         info["scale"] = scale
     return g, ds.num_classes, info
+
+
+def split_masks(g, split):
+    """``(train, val, test)`` bool masks; 2-D masks (several splits) are indexed by ``split``."""
+    masks = []
+    for key in ("train_mask", "val_mask", "test_mask"):
+        m = g.ndata[key]
+        if m.dim() == 2:
+            if not 0 <= split < m.shape[1]:
+                raise DGLError(f"expected --split in [0, {m.shape[1]}) for this dataset, got {split}")
+            m = m[:, split]
+        masks.append(m.bool())
+    return masks

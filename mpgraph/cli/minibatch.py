@@ -29,6 +29,7 @@ from .. import precision as prec
 from ..base import DGLError
 from ..convert import seed as set_seed
 from ..dataloading import DataLoader, NeighborSampler
+from .datasets import split_masks
 from .memory import PeakMemory
 from .models import GAT, SAGE, count_parameters
 
@@ -109,18 +110,6 @@ def _build(name, in_feats, num_classes, settings):
     raise DGLError(f"expected a mini-batch model in {MINIBATCH_MODELS}, got {name!r}")
 
 
-def _masks(g, split):
-    masks = []
-    for key in ("train_mask", "val_mask", "test_mask"):
-        m = g.ndata[key]
-        if m.dim() == 2:
-            if not 0 <= split < m.shape[1]:
-                raise DGLError(f"expected --split in [0, {m.shape[1]}), got {split}")
-            m = m[:, split]
-        masks.append(m.bool())
-    return masks
-
-
 def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=True):
     """Train one model on sampled mini-batches; returns the same figures as ``train_once``.
 
@@ -167,7 +156,7 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
     dtype = _DTYPE.get(mode)
     autocast = mode.startswith("amp-")
     labels = g.ndata["label"]
-    train_mask, val_mask, test_mask = _masks(g, args.split)
+    train_mask, val_mask, test_mask = split_masks(g, args.split)
     model = _build(args.model, g.ndata["feat"].shape[1], num_classes, settings).to(device)
     store = g
     if mode in ("bf16", "fp16"):

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from .. import precision as prec
 from ..convert import seed as set_seed
-from .datasets import DATASETS, load_dataset
+from .datasets import DATASETS, load_dataset, split_masks
 from .memory import PeakMemory, atomic_write
 from .minibatch import MINIBATCH_MODELS, check_fanouts, fanouts_arg, train_minibatch
 from .models import DEFAULTS, MODELS, build_model, count_parameters
@@ -141,24 +141,12 @@ def _settings(args):
     return d
 
 
-def _masks(g, split):
-    masks = []
-    for key in ("train_mask", "val_mask", "test_mask"):
-        m = g.ndata[key]
-        if m.dim() == 2:
-            if not 0 <= split < m.shape[1]:
-                raise SystemExit(f"mpgraph train: error: --split {split} out of range (dataset has {m.shape[1]})")
-            m = m[:, split]
-        masks.append(m.bool())
-    return masks
-
-
 def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
     """Train one model; returns a dict of curves and figures."""
     set_seed(run_seed)
     feat = g.ndata["feat"]
     labels = g.ndata["label"]
-    train_mask, val_mask, test_mask = _masks(g, args.split)
+    train_mask, val_mask, test_mask = split_masks(g, args.split)
     model = build_model(args.model, feat.shape[1], num_classes, settings["hidden"], settings["layers"],
                         settings["dropout"], settings["heads"]).to(device)
     mode = args.precision
