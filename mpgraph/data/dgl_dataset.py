@@ -234,7 +234,7 @@ class DGLBuiltinDataset(DGLDataset):
 
     def _raw_layouts(self):
         """Return a list of ``{key: path relative to raw_dir}``, most preferred first."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _raw_layouts()")
 
     def download(self):
         """Download ``url`` to ``raw_dir/<name>.zip`` (unless present) and extract it to :attr:`raw_path`."""

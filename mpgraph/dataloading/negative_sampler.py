@@ -23,7 +23,7 @@ def _check_k(k, what):
 
 class _BaseNegativeSampler:
     def _generate(self, g, eids):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _generate(g, eids)")
 
     def __call__(self, g, eids):
         if isinstance(eids, dict):

@@ -16,7 +16,8 @@ backend         priority  what it is
 imported lazily on the first op call; a backend package joins by defining in
 its ``__init__.py``::
 
-    KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports)}
+    KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports),
+               "edge_softmax_backward": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -100,6 +101,15 @@ Kernels by op:
     each destination (``index.csc()``; the op passes ``index.reverse()`` for
     ``norm_by='src'``): subtract the per-destination max, ``exp`` and the sum
     in float32 (float64 for float64), divide, round once. ``out: (E, F)``.
+
+``edge_softmax_backward(index, out, grad_out, out_dtype) -> grad_logits``
+    ``out``: the forward result ``y: (E, F)``, ``grad_out: (E, F)`` the same
+    dtype, both contiguous in edge-ID order, grouped as in the forward call::
+
+        grad_logits[k, f] = y[k, f] * (g[k, f] - sum_{j in group(k)} y[j, f] * g[j, f])
+
+    with the group sum in the accum dtype of ``promote(y.dtype, out_dtype)``
+    and one rounding into ``out_dtype`` (the logits' dtype). ``(E, F)``.
 """
 
 import contextlib
@@ -114,10 +124,10 @@ from ..base import DGLError
 from ..precision import autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
-           "spmm", "sddmm", "edge_softmax", "OPS", "PRIORITY"]
+           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
-OPS = ("spmm", "sddmm", "edge_softmax")
+OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -353,6 +363,15 @@ def edge_softmax(index, logits, out_dtype):
         return fn(index, logits, out_dtype)
 
 
+def edge_softmax_backward(index, out, grad_out, out_dtype):
+    """Run the selected edge softmax gradient kernel; answers empty cases itself. Returns ``(E, F)``."""
+    if out.numel() == 0:
+        return torch.zeros(out.shape, dtype=out_dtype, device=out.device)
+    fn = _choose("edge_softmax_backward", index, out, grad_out, out_dtype)
+    with autocast_disabled(out.device.type):
+        return fn(index, out, grad_out, out_dtype)
+
+
 def _register_builtin():
     from . import _reference, _torch_backend
     register("spmm", "reference", _reference.spmm)
@@ -361,6 +380,8 @@ def _register_builtin():
     register("spmm", "torch", _torch_backend.spmm)
     register("sddmm", "torch", _torch_backend.sddmm)
     register("edge_softmax", "torch", _torch_backend.edge_softmax)
+    register("edge_softmax_backward", "reference", _reference.edge_softmax_backward)
+    register("edge_softmax_backward", "torch", _torch_backend.edge_softmax_backward)
 
 
 _register_builtin()

@@ -120,3 +120,12 @@ def edge_softmax(index, logits, out_dtype):
     z = torch.exp(x - m.index_select(0, dst))
     s = torch.zeros(N, F, dtype=acc, device=x.device).index_add_(0, dst, z)
     return (z / s.index_select(0, dst)).to(out_dtype)
+
+
+def edge_softmax_backward(index, out, grad_out, out_dtype):
+    """Reference edge softmax gradient: ``y * (g - sum_group(y * g))`` in the accum dtype."""
+    acc = torch.promote_types(accum_dtype(out_dtype), accum_dtype(out.dtype))
+    y, g = out.to(acc), grad_out.to(acc)
+    gy = g * y
+    s = torch.zeros(index.num_dst, gy.shape[1], dtype=acc, device=gy.device).index_add_(0, index.dst64, gy)
+    return (gy - y * s.index_select(0, index.dst64)).to(out_dtype)

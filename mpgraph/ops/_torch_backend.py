@@ -195,3 +195,14 @@ def edge_softmax(index, logits, out_dtype):
     z = torch.exp(logits.to(acc) - m.to(acc).index_select(0, dst))     # [E, F]
     s = _bag_sum(eid_c, z, indptr)                                      # [N_dst, F]
     return z.div_(s.index_select(0, dst)).to(out_dtype)
+
+
+def edge_softmax_backward(index, out, grad_out, out_dtype):
+    """Edge softmax gradient kernel (contract in :mod:`mpgraph.ops._dispatch`)."""
+    acc = torch.promote_types(accum_dtype(out_dtype), accum_dtype(out.dtype))
+    indptr, _, eid_c = index.csc()
+    dst = index.dst64
+    y = out.to(acc)                                                     # may be ``out`` itself: no in-place
+    gy = grad_out.to(acc) * y                                           # [E, F], new
+    s = _bag_sum(eid_c, gy, indptr)                                     # [N_dst, F]
+    return gy.sub_(y * s.index_select(0, dst)).to(out_dtype)

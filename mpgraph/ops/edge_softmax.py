@@ -120,6 +120,10 @@ class EdgeSoftmax(torch.autograd.Function):
         # d logits = y * (g - sum_{edges of the node} g * y), in float32 (float64)
         (y,) = ctx.saved_tensors
         index = ctx.index
+        if not torch.is_grad_enabled():     # plain backward: one fused kernel
+            g = grad_out.to(y.dtype).contiguous()
+            return None, None, _dispatch.edge_softmax_backward(index, y, g, ctx.logits_dtype)
+        # create_graph=True: the same formula from differentiable ops, so it has a gradient too
         acc = torch.promote_types(accum_dtype(y.dtype), accum_dtype(ctx.logits_dtype))
         g, y = grad_out.to(acc), y.to(acc)
         gy = g * y

@@ -397,9 +397,9 @@ def test_triton_backend_registers_without_importing_triton():
         assert _triton.KERNELS == {}
         assert "triton" not in _dispatch.backends("spmm")
         return
-    assert set(_triton.KERNELS) == {"spmm", "sddmm", "edge_softmax"}
+    assert set(_triton.KERNELS) == {"spmm", "sddmm", "edge_softmax", "edge_softmax_backward"}
     assert _dispatch.backend_status()["triton"] == "loaded"
-    for op in ("spmm", "sddmm", "edge_softmax"):
+    for op in ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward"):
         assert _dispatch.backends(op)[0] == "triton"
     # the package and its backend module import without Triton (checked in a clean interpreter)
     code = ("import sys, mpgraph.ops._triton as t, mpgraph.ops._triton._backend; "

@@ -29,7 +29,8 @@ import torch
 from ._layout import fits_groups
 
 __all__ = ["KERNELS", "CPU_OPT_IN", "SPLIT", "cached_schedule", "unavailable_reason", "spmm", "sddmm", "edge_softmax",
-           "spmm_supports", "sddmm_supports", "edge_softmax_supports"]
+           "edge_softmax_backward", "spmm_supports", "sddmm_supports", "edge_softmax_supports",
+           "edge_softmax_backward_supports"]
 
 #: Environment variable that lets the backend take CPU tensors (it then needs ``TRITON_INTERPRET=1``).
 CPU_OPT_IN = "MPGRAPH_TRITON_ON_CPU"
@@ -180,8 +181,25 @@ def edge_softmax(index, logits, out_dtype):
                                     out_dtype=out_dtype)
 
 
+def edge_softmax_backward_supports(index, out, grad_out, out_dtype):
+    """Whether :func:`edge_softmax_backward` runs this call (see the module docstring)."""
+    return (_dtypes_ok(out.dtype, grad_out.dtype, out_dtype) and _device_ok(out.device)
+            and _feature_blocks_ok(out.shape[1], _BLOCK_H))
+
+
+def edge_softmax_backward(index, out, grad_out, out_dtype):
+    """Edge softmax gradient over ``index.csc()`` groups: ``(E, F)`` in ``out_dtype``."""
+    from .edge_softmax import edge_softmax_backward as launch_backward
+
+    indptr, _, eid = index.csc()
+    with _on(out.device):
+        return launch_backward(out, grad_out, indptr, eid, schedule=cached_schedule(index, indptr),
+                               out_dtype=out_dtype)
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "sddmm": (sddmm, sddmm_supports),
     "edge_softmax": (edge_softmax, edge_softmax_supports),
+    "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
 }

@@ -254,7 +254,7 @@ def edge_softmax_forward(logits, indptr, eid, *, schedule=None, split=DEFAULT_SP
     return _run(False, logits, None, indptr, eid, schedule, split, out_dtype)
 
 
-def edge_softmax_backward(out, grad_out, indptr, eid, *, schedule=None, split=DEFAULT_SPLIT):
+def edge_softmax_backward(out, grad_out, indptr, eid, *, schedule=None, split=DEFAULT_SPLIT, out_dtype=None):
     """Gradient of :func:`edge_softmax_forward` with respect to the logits.
 
     .. math::
@@ -269,15 +269,17 @@ def edge_softmax_backward(out, grad_out, indptr, eid, *, schedule=None, split=DE
         ``(E, *h)`` the incoming gradient ``g`` (same shape as ``out``).
     indptr, eid, schedule, split
         As in :func:`edge_softmax_forward` (same rows).
+    out_dtype : torch.dtype, optional
+        Output dtype; default: the promoted dtype of ``out`` and ``grad_out``.
 
     Returns
     -------
     Tensor
-        ``(E, *h)`` in the promoted dtype of ``out`` and ``grad_out``; the row sum in fp32.
+        ``(E, *h)`` in ``out_dtype``; the row sum in fp32 (fp64 if any dtype is fp64).
     """
     check_float("out", out)
     check_float("grad_out", grad_out)
     if out.shape != grad_out.shape or out.dim() < 1:
         raise ValueError(f"expected out and grad_out of one shape (E, ...), got {tuple(out.shape)} "
                          f"and {tuple(grad_out.shape)}")
-    return _run(True, out, grad_out, indptr, eid, schedule, split)
+    return _run(True, out, grad_out, indptr, eid, schedule, split, out_dtype)

@@ -1,0 +1,234 @@
+"""mpgraph's public message-passing ops against torch's sparse ops and PyG, forward and forward+backward.
+
+For one op on one graph, feature size and dtype, this times in the same process, round-robin (so a busy
+machine slows all of them alike):
+
+* ``fast``: the public op with normal kernel selection (the Numba ``cpu`` backend on CPU tensors);
+* ``reference``: the same op forced onto the ``reference`` backend (plain, obvious PyTorch; skipped when
+  its ``E x D`` intermediate would exceed ``--max-intermediate-gb``);
+* ``sparse_mm``: ``torch.sparse.mm(csr, x, reduce=...)`` (sum/mean/amax; weighted sums through the CSR
+  values), in fp32 and in the dtype of the line;
+* ``pyg``: ``torch_geometric.utils.spmm`` (and ``torch_geometric.utils.softmax``) when PyG is installed.
+
+Each line reports the median milliseconds of the forward (``fwd_ms``) and of forward + backward
+(``fwdbwd_ms``, gradients with respect to every floating input) per contender, and ratios computed
+inside the run:
+
+* ``vs_fp32``: fast in this dtype over fast in fp32 (the issue's bf16 <= 0.6x target);
+* ``vs_best_peer_fp32``: fast fp32 over the best fp32 peer (``sparse_mm`` or PyG);
+* ``fwdbwd_over_fwd``: fast forward+backward over fast forward (the <= 2.5x target);
+* ``vs_reference``: fast over reference (the >= 3x target for u_dot_v and edge softmax).
+
+``peak_extra_mb``: for u_dot_v and edge softmax, the resident-memory growth of one fast forward+backward
+(``ru_maxrss`` of a forked child over its start), against the ``E x D x 4`` bytes an intermediate would take.
+
+Graphs: ``uniform`` (N=100k, E=2M, from ``shared/bench/graphs.py``) and ``large`` (N=1M, E=10M, in-degrees
+Zipf-like; features beyond the L3). Usage::
+
+    python benchmarks/ops.py                                     # both graphs, D=64,128, fp32/bf16/fp16
+    python benchmarks/ops.py --graph uniform --dims 64 --ops copy_u_sum --reps 5
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import mpgraph  # noqa: E402
+from mpgraph import ops  # noqa: E402
+from mpgraph.ops._dispatch import record_backends, use_backend  # noqa: E402
+
+from cpu_kernels import make_graph  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "edge_softmax")
+SPMM = {"copy_u_sum": "sum", "copy_u_mean": "mean", "copy_u_max": "amax", "u_mul_e_sum": "sum"}
+
+try:  # optional peer
+    import torch_geometric.utils as pyg_utils
+except Exception:  # noqa: BLE001 - any import failure means "PyG not installed here"
+    pyg_utils = None
+
+
+def _median_ms(fns, reps):
+    """Round-robin timing of ``{name: fn}`` (one warm-up call each): ``{name: median ms}``."""
+    for f in fns.values():
+        f()
+    times = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
+    return {k: round(1e3 * float(np.median(v)), 3) for k, v in times.items()}
+
+
+def _with_grad(fn, inputs, grad_seed=5):
+    """``fn`` run forward and backward: a closure re-creating leaf inputs with requires_grad each call."""
+    def run():
+        leaves = [x.detach().requires_grad_(True) if x.is_floating_point() else x for x in inputs]
+        out = fn(*leaves)
+        out.backward(torch.ones_like(out))
+    return run
+
+
+def contenders(g, gi, op, D, dtype, heads, max_gb):
+    """``{name: (forward fn, forward+backward fn)}`` for one line; ``gi`` is the mpgraph graph."""
+    N, E, src, dst, indptr = g["N"], g["E"], g["src"], g["dst"], g["indptr"]
+    gen = torch.Generator().manual_seed(1)
+    big = E * max(D, heads) * 4 > max_gb * 2**30
+    out = {}
+    if op in SPMM:
+        x = torch.randn(N, D, generator=gen).to(dtype)
+        w = torch.rand(E, 1, generator=gen).to(dtype)
+        mp = getattr(ops, op)
+        inputs = (x, w) if op == "u_mul_e_sum" else (x,)
+        def fast(*a):
+            return mp(gi, *a)
+        out["fast"] = (lambda: fast(*inputs), _with_grad(fast, inputs))
+        if not big:
+            def ref(*a):
+                with use_backend("reference"):
+                    return mp(gi, *a)
+            out["reference"] = (lambda: ref(*inputs), _with_grad(ref, inputs))
+        reduce = SPMM[op]
+        for peer_dtype in {torch.float32, dtype}:
+            tag = "sparse_mm" if peer_dtype == torch.float32 else f"sparse_mm_{str(dtype)[6:]}"
+            xp = x.to(peer_dtype)
+            vals = (w.reshape(-1) if op == "u_mul_e_sum" else torch.ones(E)).to(peer_dtype)
+            try:
+                A = torch.sparse_csr_tensor(indptr, src, vals, (N, N))
+                torch.sparse.mm(A, xp[:, :1].contiguous(), reduce=reduce)
+            except RuntimeError:
+                continue   # this dtype is not supported by torch here
+            def sp(xx, A=A):
+                return torch.sparse.mm(A, xx, reduce=reduce)
+            out[tag] = (lambda sp=sp, xp=xp: sp(xp), _with_grad(sp, (xp,)))
+        if pyg_utils is not None and reduce in ("sum", "mean"):
+            x32 = x.float()
+            vals = w.reshape(-1).float() if op == "u_mul_e_sum" else torch.ones(E)
+            A = torch.sparse_csr_tensor(indptr, src, vals, (N, N))
+            def pyg(xx, A=A):
+                return pyg_utils.spmm(A, xx, reduce=reduce)
+            out["pyg"] = (lambda: pyg(x32), _with_grad(pyg, (x32,)))
+    elif op == "u_dot_v":
+        x = torch.randn(N, D, generator=gen).to(dtype)
+        y = torch.randn(N, D, generator=gen).to(dtype)
+        def fast(a, b):
+            return ops.u_dot_v(gi, a, b)
+        out["fast"] = (lambda: fast(x, y), _with_grad(fast, (x, y)))
+        if not big:
+            def ref(a, b):
+                with use_backend("reference"):
+                    return ops.u_dot_v(gi, a, b)
+            out["reference"] = (lambda: ref(x, y), _with_grad(ref, (x, y)))
+    else:   # edge softmax, H heads
+        logits = torch.randn(E, heads, 1, generator=gen).to(dtype)
+        def fast(a):
+            return mpgraph.nn.functional.edge_softmax(gi, a)
+        out["fast"] = (lambda: fast(logits), _with_grad(fast, (logits,)))
+        def ref(a):
+            with use_backend("reference"):
+                return mpgraph.nn.functional.edge_softmax(gi, a)
+        out["reference"] = (lambda: ref(logits), _with_grad(ref, (logits,)))
+        if pyg_utils is not None:
+            l32 = logits.float()
+            def pyg(a):
+                return pyg_utils.softmax(a, dst, num_nodes=N)
+            out["pyg"] = (lambda: pyg(l32), _with_grad(pyg, (l32,)))
+    return out
+
+
+def _peak_extra_mb(fn):
+    """Resident-memory growth (MB) of ``fn()`` run in a forked child (``ru_maxrss`` after over before)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # child
+        os.close(r)
+        try:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            fn()
+            after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            os.write(w, str((after - before) / 1024).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = os.read(r, 64)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return round(float(data), 1) if data else None
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--graph", default="uniform,large", help="uniform, powerlaw, large (comma-separated)")
+    p.add_argument("--dims", default="64,128")
+    p.add_argument("--heads", type=int, default=4, help="H for edge_softmax")
+    p.add_argument("--ops", default=",".join(OPS))
+    p.add_argument("--dtypes", default="float32,bfloat16,float16")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    p.add_argument("--max-intermediate-gb", type=float, default=1.5,
+                   help="skip the reference path when its E x D fp32 intermediate is larger")
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    for gname in args.graph.split(","):
+        g = make_graph(gname)
+        gi = mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"])
+        for op in args.ops.split(","):
+            if op not in OPS:
+                raise SystemExit(f"unknown op {op!r}; expected some of {','.join(OPS)}")
+            dims = [args.heads] if op == "edge_softmax" else [int(d) for d in args.dims.split(",")]
+            for D in dims:
+                fast32 = None
+                for dname in args.dtypes.split(","):
+                    dtype = DTYPES[dname]
+                    cands = contenders(g, gi, op, D, dtype, args.heads, args.max_intermediate_gb)
+                    with record_backends() as seen:
+                        cands["fast"][1]()     # compile / warm up, and note which kernels ran
+                    fns = {}
+                    for k, (f, fb) in cands.items():
+                        fns[k + ".fwd"] = f
+                        fns[k + ".fwdbwd"] = fb
+                    ms = _median_ms(fns, args.reps)
+                    fwd = {k: ms[k + ".fwd"] for k in cands}
+                    fwdbwd = {k: ms[k + ".fwdbwd"] for k in cands}
+                    if dname == "float32":
+                        fast32 = (fwd["fast"], fwdbwd["fast"])
+                    peers32 = [fwd[k] for k in ("sparse_mm", "pyg") if k in fwd]
+                    peers32_fb = [fwdbwd[k] for k in ("sparse_mm", "pyg") if k in fwdbwd]
+                    line = {
+                        "bench": "ops", "op": op, "graph": gname, "N": g["N"], "E": g["E"],
+                        ("H" if op == "edge_softmax" else "D"): D, "dtype": dname,
+                        "threads": torch.get_num_threads(), "backends": sorted(set(seen)),
+                        "fwd_ms": fwd, "fwdbwd_ms": fwdbwd,
+                        "fwdbwd_over_fwd": round(fwdbwd["fast"] / fwd["fast"], 3),
+                    }
+                    if fast32 is not None:
+                        line["vs_fp32"] = {"fwd": round(fwd["fast"] / fast32[0], 3),
+                                           "fwdbwd": round(fwdbwd["fast"] / fast32[1], 3)}
+                    if dname == "float32" and peers32:
+                        line["vs_best_peer_fp32"] = {"fwd": round(fwd["fast"] / min(peers32), 3),
+                                                     "fwdbwd": round(fwdbwd["fast"] / min(peers32_fb), 3)}
+                    if "reference" in fwd:
+                        line["vs_reference"] = {"fwd": round(fwd["fast"] / fwd["reference"], 3),
+                                                "fwdbwd": round(fwdbwd["fast"] / fwdbwd["reference"], 3)}
+                    if op in ("u_dot_v", "edge_softmax"):
+                        width = D if op == "u_dot_v" else args.heads
+                        line["peak_extra_mb"] = _peak_extra_mb(cands["fast"][1])
+                        line["ExDx4_mb"] = round(g["E"] * width * 4 / 2**20, 1)
+                    print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The ``cpu`` backend of :mod:`mpgraph.ops._dispatch`: adapters from the dispatch's contract to the Numba kernels.
+
+The dispatch hands kernels contiguous 2-D operands ``(rows, L * K)`` / ``(rows, R * K)`` plus a
+:class:`~mpgraph.ops._broadcast.Bcast`; the Numba wrappers take N-D operands and broadcast their feature
+shapes like numpy. An adapter views each operand as ``(rows, *bcast.lhs_shape)`` (no copy), calls the
+kernel on ``index.csc()`` and views the result back as ``(rows, F)``. The backward pass calls the same
+adapters on ``index.reverse()``, whose ``csc()`` is the forward ``csr()`` (built once, cached).
+
+When a graph's edges are already sorted by destination (``csc()``'s edge ids are ``0..E-1``), the adapters
+pass ``eid=None``: the kernels then skip one indirection per edge, and edge softmax takes its contiguous
+path. The check runs once per index (``index.cached('cpu.eid_identity', ...)``).
+
+``supports`` accepts a call when the operands are CPU tensors of float16/bfloat16/float32/float64 and
+Numba imports. If it does not import, the backend declines every call (the ``torch`` backend runs them)
+and warns once, saying why.
+"""
+
+import warnings
+
+import torch
+
+from . import available, unavailable_reason
+
+__all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "spmm_supports", "sddmm_supports",
+           "edge_softmax_supports", "edge_softmax_backward_supports"]
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
+_REDUCES = ("sum", "mean", "max", "min")
+_SDDMM_OPS = ("add", "sub", "mul", "div", "dot", "copy_lhs", "copy_rhs")
+_TARGETS = ("u", "v", "e")
+_warned = []
+
+
+def _numba_ok():
+    if available():
+        return True
+    if not _warned:
+        _warned.append(True)
+        warnings.warn(f"mpgraph's fast CPU kernels are off: {unavailable_reason()}. Message passing on the CPU "
+                      "falls back to plain PyTorch kernels (correct, slower; half precision gains little).",
+                      RuntimeWarning, stacklevel=4)
+    return False
+
+
+def _ok(tensors, out_dtype):
+    for t in tensors:
+        if t is not None and (t.device.type != "cpu" or t.dtype not in _FLOATS):
+            return False
+    return out_dtype in _FLOATS and _numba_ok()
+
+
+def _nd(x, shape):
+    """Contiguous ``x: (rows, prod(shape))`` viewed as ``(rows, *shape)``; ``None`` stays ``None``."""
+    return None if x is None else x.view((x.shape[0],) + tuple(shape))
+
+
+def _csc(index):
+    """``(indptr, src, eid or None)`` of ``index.csc()``, with ``None`` when the edge ids are the identity."""
+    indptr, src, eid = index.csc()
+    identity = index.cached("cpu.eid_identity",
+                            lambda: bool(torch.equal(eid, torch.arange(eid.numel(), dtype=eid.dtype))))
+    return indptr, src, (None if identity else eid)
+
+
+# ----------------------------------------------------------------------------------------------------- supports
+def spmm_supports(index, op, reduce, lhs, rhs, bcast, out_dtype):
+    """Whether :func:`spmm` runs this call: CPU float operands and Numba present."""
+    return op in _SPMM_OPS and reduce in _REDUCES and _ok((lhs, rhs), out_dtype)
+
+
+def sddmm_supports(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype):
+    """Whether :func:`sddmm` runs this call: CPU float operands and Numba present."""
+    return (op in _SDDMM_OPS and lhs_target in _TARGETS and rhs_target in _TARGETS
+            and _ok((lhs, rhs), out_dtype))
+
+
+def edge_softmax_supports(index, logits, out_dtype):
+    """Whether :func:`edge_softmax` runs this call: CPU float logits and Numba present."""
+    return _ok((logits,), out_dtype)
+
+
+def edge_softmax_backward_supports(index, out, grad_out, out_dtype):
+    """Whether :func:`edge_softmax_backward` runs this call: CPU float tensors and Numba present."""
+    return _ok((out, grad_out), out_dtype)
+
+
+# ------------------------------------------------------------------------------------------------------ kernels
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
+    """gSpMM over ``index.csc()``: ``(out: (N_dst, F), arg_u, arg_e)`` (contract in the dispatch)."""
+    from .spmm import gspmm
+
+    indptr, src, eid = _csc(index)
+    out, arg_u, arg_e = gspmm(op, reduce, indptr, None if op == "copy_rhs" else src, eid,
+                              _nd(lhs, bcast.lhs_shape) if op != "copy_rhs" else None,
+                              _nd(rhs, bcast.rhs_shape) if op != "copy_lhs" else None,
+                              out_dtype=out_dtype, need_arg=True)
+    N_dst, F = index.num_dst, bcast.F
+    arg_u = None if arg_u is None else arg_u.view(N_dst, F)
+    arg_e = None if arg_e is None else arg_e.view(N_dst, F)
+    return out.view(N_dst, F), arg_u, arg_e
+
+
+def sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype):
+    """gSDDMM per destination over ``index.csc()``, written in edge-ID order: ``(E, F)``."""
+    from .sddmm import gsddmm
+
+    indptr, src, eid = _csc(index)
+    out = gsddmm(op, indptr, src, eid, _nd(lhs, bcast.lhs_shape) if op != "copy_rhs" else None,
+                 _nd(rhs, bcast.rhs_shape) if op != "copy_lhs" else None, lhs_target, rhs_target,
+                 out_dtype=out_dtype)
+    return out.view(index.num_edges, bcast.F)
+
+
+def edge_softmax(index, logits, out_dtype):
+    """Softmax of ``logits: (E, F)`` over each destination's in-edges: ``(E, F)`` in ``out_dtype``."""
+    from .edge_softmax import edge_softmax_forward
+
+    indptr, _, eid = _csc(index)
+    return edge_softmax_forward(indptr, eid, logits, out_dtype=out_dtype)
+
+
+def edge_softmax_backward(index, out, grad_out, out_dtype):
+    """Edge softmax gradient over the same groups, fused (one pass per group): ``(E, F)`` in ``out_dtype``."""
+    from .edge_softmax import edge_softmax_backward as kernel
+
+    indptr, _, eid = _csc(index)
+    return kernel(indptr, eid, out, grad_out, out_dtype=out_dtype)
+
+
+KERNELS = {
+    "spmm": (spmm, spmm_supports),
+    "sddmm": (sddmm, sddmm_supports),
+    "edge_softmax": (edge_softmax, edge_softmax_supports),
+    "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
+}

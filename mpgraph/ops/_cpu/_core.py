@@ -1,0 +1,541 @@
+"""Low-level building blocks shared by the Numba CPU kernels.
+
+Everything here is used from inside ``@njit`` code, except the few Python
+helpers at the bottom (array views, chunking, thread count).
+
+Storage formats
+---------------
+Numba has no 16-bit float type on the CPU, so half-precision tensors reach the
+kernels as 16-bit integer views, and the integer type says which format the
+bits hold (this module is the one place that knows):
+
+=================  ======================  =====================================
+torch dtype        array seen by a kernel  element load / store
+=================  ======================  =====================================
+``float64``        ``float64``             as is; accumulate in float64
+``float32``        ``float32``             as is; accumulate in float32
+``bfloat16``       ``int16`` (bits)        ``bits << 16``; RNE rounding on store
+``float16``        ``uint16`` (bits)       LLVM ``fpext half`` / ``fptrunc``
+                                           (``vcvtph2ps``/``vcvtps2ph``: RNE)
+=================  ======================  =====================================
+
+:func:`load` widens one element to the accumulator type (float64 for float64
+arrays, float32 otherwise) and :func:`store` rounds once to the array's format.
+Both index raw pointers (no negative-index wraparound, no bounds checks), so
+the callers' loops vectorise; indices are trusted.
+"""
+
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+from numba.np.arrayobj import make_array, populate_array
+
+# ----------------------------------------------------------------------------
+# intrinsics: raw element access, bit casts, half conversion, prefetch
+
+
+def _element_ptr(context, builder, aryty, ary_val, idx):
+    ary = context.make_array(aryty)(context, builder, ary_val)
+    return builder.gep(ary.data, [idx])
+
+
+@intrinsic
+def raw_get(typingctx, arr, idx):
+    """``arr[idx]`` on a 1-D contiguous array, without wraparound or bounds checks."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = arr.dtype(arr, idx)
+
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        return builder.load(ptr)
+
+    return sig, codegen
+
+
+@intrinsic
+def raw_set(typingctx, arr, idx, val):
+    """``arr[idx] = val`` (``val`` already of the array's dtype), unchecked."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.void(arr, idx, arr.dtype)
+
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        builder.store(args[2], ptr)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def borrow(typingctx, arr):
+    """The same array without its reference-counted owner (meminfo and parent set to NULL).
+
+    Numba increments and decrements an array's reference count (an atomic operation, contended
+    when threads share the array) at every call that passes it; a kernel borrows its arrays once
+    at entry, while its caller's references keep them alive, so the helpers it calls in its hot
+    loops pay nothing for them.
+    """
+    if not isinstance(arr, types.Array):
+        return None
+    sig = arr(arr)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        out = context.make_array(sig.return_type)(context, builder)
+        for name in ("nitems", "itemsize", "data", "shape", "strides"):
+            setattr(out, name, getattr(ary, name))
+        out.meminfo = cgutils.get_null_value(out.meminfo.type)
+        out.parent = cgutils.get_null_value(out.parent.type)
+        return out._getvalue()
+
+    return sig, codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Hint the cache line holding ``arr[idx]`` into L1 (``llvm.prefetch``; never faults)."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [i8p, i32(0), i32(3), i32(1)])  # read, high locality, data cache
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def select(typingctx, cond, a, b):
+    """``a if cond else b`` as one LLVM ``select`` (branch-free, so it vectorises into blends and the
+    operands can stay in registers; a Python conditional expression compiles to branches)."""
+    if not isinstance(cond, types.Boolean) or a != b:
+        return None
+    sig = a(cond, a, b)
+
+    def codegen(context, builder, sig, args):
+        return builder.select(args[0], args[1], args[2])
+
+    return sig, codegen
+
+
+@intrinsic
+def f32_from_bits(typingctx, bits):
+    """Reinterpret the low 32 bits of an integer as a float32."""
+    if not isinstance(bits, types.Integer):
+        return None
+    sig = types.float32(bits)
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        if v.type.width > 32:
+            v = builder.trunc(v, ir.IntType(32))
+        elif v.type.width < 32:
+            v = builder.zext(v, ir.IntType(32))
+        return builder.bitcast(v, ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def bits_from_f32(typingctx, x):
+    """The bits of a float32 as uint32."""
+    if x != types.float32:
+        return None
+    sig = types.uint32(x)
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return sig, codegen
+
+
+@intrinsic
+def half_bits_to_f32(typingctx, bits):
+    """IEEE binary16 bits (uint16) -> float32, exact."""
+    if not isinstance(bits, types.Integer) or bits.bitwidth != 16:
+        return None
+    sig = types.float32(bits)
+
+    def codegen(context, builder, sig, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def f32_to_half_bits(typingctx, x):
+    """float32 -> IEEE binary16 bits (uint16), round to nearest even (hardware ``vcvtps2ph``)."""
+    if x != types.float32:
+        return None
+    sig = types.uint16(x)
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return sig, codegen
+
+
+# ----------------------------------------------------------------------------
+# typed load / store / accumulator helpers (dispatch on the array dtype at compile time
+
+
+def load(arr, idx):
+    """Element ``idx`` of a flat array, widened to the accumulator type."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+def store(arr, idx, val):
+    """Round ``val`` once to the array's format and write it at ``idx``."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+def acc_zero(arr):
+    """Zero in the accumulator type of ``arr`` (float64 for float64 arrays, else float32)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+def to_acc(arr, val):
+    """Convert ``val`` to the accumulator type of ``arr``."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(load)
+def _load_impl(arr, idx):
+    dt = arr.dtype
+    if dt == types.float64 or dt == types.float32:
+        return lambda arr, idx: raw_get(arr, idx)
+    if dt == types.int16:  # bfloat16 bits
+        return lambda arr, idx: f32_from_bits(np.uint32(np.uint16(raw_get(arr, idx))) << np.uint32(16))
+    if dt == types.uint16:  # float16 bits
+        return lambda arr, idx: half_bits_to_f32(raw_get(arr, idx))
+    return None
+
+
+@njit
+def f32_to_bf16_bits(x):
+    """float32 -> bfloat16 bits (int16), round to nearest even; NaN stays a (quiet) NaN."""
+    b = bits_from_f32(x)
+    if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+        r = (b >> np.uint32(16)) | np.uint32(0x40)
+    else:
+        r = (b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    return np.int16(np.uint16(r))
+
+
+@overload(store)
+def _store_impl(arr, idx, val):
+    dt = arr.dtype
+    if dt == types.float64:
+        return lambda arr, idx, val: raw_set(arr, idx, np.float64(val))
+    if dt == types.float32:
+        return lambda arr, idx, val: raw_set(arr, idx, np.float32(val))
+    if dt == types.int16:
+        return lambda arr, idx, val: raw_set(arr, idx, f32_to_bf16_bits(np.float32(val)))
+    if dt == types.uint16:
+        return lambda arr, idx, val: raw_set(arr, idx, f32_to_half_bits(np.float32(val)))
+    return None
+
+
+@overload(acc_zero)
+def _acc_zero_impl(arr):
+    if arr.dtype == types.float64:
+        return lambda arr: np.float64(0.0)
+    return lambda arr: np.float32(0.0)
+
+
+@overload(to_acc)
+def _to_acc_impl(arr, val):
+    if arr.dtype == types.float64:
+        return lambda arr, val: np.float64(val)
+    return lambda arr, val: np.float32(val)
+
+
+def alloc_acc(arr, n):
+    """Uninitialised scratch of ``n`` elements in the accumulator type of ``arr``."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(alloc_acc)
+def _alloc_acc_impl(arr, n):
+    if arr.dtype == types.float64:
+        return lambda arr, n: np.empty(n, np.float64)
+    return lambda arr, n: np.empty(n, np.float32)
+
+
+# ----------------------------------------------------------------------------
+# fixed-size scratch on the stack: with a constant size and constant-trip loops, LLVM keeps it in
+# vector registers (the accumulators of the blocked gSpMM passes)
+
+
+def _stack_array(dtype):
+    @intrinsic
+    def stack_array(typingctx, n):
+        if not isinstance(n, types.IntegerLiteral):
+            return None
+        count = n.literal_value
+        aryty = types.Array(dtype, 1, "C")
+        sig = aryty(n)
+
+        def codegen(context, builder, sig, args):
+            llty = context.get_data_type(dtype)
+            ptr = cgutils.alloca_once(builder, ir.ArrayType(llty, count))
+            data = builder.bitcast(ptr, llty.as_pointer())
+            ary = make_array(aryty)(context, builder)
+            intp = context.get_value_type(types.intp)
+            size = context.get_abi_sizeof(llty)
+            populate_array(ary, data=data, shape=[intp(count)], strides=[intp(size)], itemsize=intp(size),
+                           meminfo=None)
+            return ary._getvalue()
+
+        return sig, codegen
+
+    return stack_array
+
+
+stack_f32 = _stack_array(types.float32)
+stack_f64 = _stack_array(types.float64)
+stack_i32 = _stack_array(types.int32)
+
+
+def stack_acc(arr, n):
+    """``n`` (a compile-time constant) accumulator slots for ``arr`` on the stack (float64 for float64)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(stack_acc, prefer_literal=True)
+def _stack_acc_impl(arr, n):
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+    if arr.dtype == types.float64:
+        return lambda arr, n: stack_f64(n)
+    return lambda arr, n: stack_f32(n)
+
+
+def line_elems(arr):
+    """Compile-time constant: elements of ``arr`` per 64-byte cache line."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(line_elems)
+def _line_elems_impl(arr):
+    n = 64 // (arr.dtype.bitwidth // 8)
+    return lambda arr: n
+
+
+# ----------------------------------------------------------------------------
+# fast exp for softmax: float32, ~1 ulp, vectorisable (no libm call)
+
+_LOG2E = np.float32(1.4426950408889634)
+_LN2_HI = np.float32(0.693359375)
+_LN2_LO = np.float32(-2.12194440e-4)
+
+
+@njit(fastmath={"contract"})
+def exp_f32(x):
+    """``exp(x)`` in float32 (Cephes ``expf`` polynomial, max error ~1 ulp; -inf -> 0, NaN -> NaN)."""
+    x = np.float32(x)
+    xc = min(max(x, np.float32(-87.33654)), np.float32(88.72283))
+    n = np.floor(xc * _LOG2E + np.float32(0.5))
+    r = xc - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = np.float32(1.9875691500e-4)
+    p = p * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    p = p * r * r + r + np.float32(1.0)
+    # 2**n by building the exponent; n in [-126, 128] after the clamp -> split in two factors
+    ni = np.int32(n)
+    n1 = ni >> np.int32(1)
+    n2 = ni - n1
+    s1 = f32_from_bits(np.uint32(n1 + np.int32(127)) << np.uint32(23))
+    s2 = f32_from_bits(np.uint32(n2 + np.int32(127)) << np.uint32(23))
+    y = p * s1 * s2
+    if x < np.float32(-87.33654):
+        y = np.float32(0.0)
+    if x > np.float32(88.72283):
+        y = np.float32(np.inf)
+    if x != x:
+        y = x
+    return y
+
+
+def acc_exp(x):
+    """``exp`` in the accumulator type: :func:`exp_f32` for float32, ``np.exp`` for float64."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(acc_exp)
+def _acc_exp_impl(x):
+    if x == types.float64:
+        return lambda x: np.exp(x)
+    if x == types.float32:
+        return lambda x: exp_f32(x)
+    return None
+
+
+# ----------------------------------------------------------------------------
+# Python-side helpers
+
+#: torch dtype -> numpy dtype of the view the kernels receive.
+KERNEL_DTYPE = {
+    torch.float64: np.float64,
+    torch.float32: np.float32,
+    torch.bfloat16: np.int16,
+    torch.float16: np.uint16,
+}
+
+FLOAT_DTYPES = tuple(KERNEL_DTYPE)
+
+
+def kernel_view(t):
+    """Flat, zero-copy numpy view of a contiguous CPU float tensor in the kernels' storage format."""
+    t = t.detach()  # tensors that require grad refuse .numpy(); the view shares storage either way
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).reshape(-1).numpy()
+    if t.dtype == torch.float16:
+        return t.reshape(-1).numpy().view(np.uint16)
+    return t.reshape(-1).numpy()
+
+
+def index_view(t):
+    """Flat numpy view of an int64 CPU tensor (None -> empty placeholder)."""
+    if t is None:
+        return _EMPTY_I64
+    return t.detach().reshape(-1).numpy()
+
+
+_EMPTY_I64 = np.zeros(0, np.int64)
+
+
+def num_threads(work=None):
+    """Threads for the next kernel: ``torch.get_num_threads()``, or 1 when ``work`` (elements) is small."""
+    if work is not None and work < SERIAL_WORK:
+        return 1
+    return max(1, torch.get_num_threads())
+
+
+#: below this many feature elements touched, kernels run on the calling thread only
+SERIAL_WORK = 1 << 15
+
+
+@njit(cache=True, nogil=True)
+def balanced_bounds(indptr, nchunks, row_cost):
+    """Row boundaries ``(nchunks + 1,)`` splitting rows into chunks of about equal work.
+
+    The work of rows ``[0, r)`` is ``indptr[r] + row_cost * r`` (edges plus a per-row
+    cost), a non-decreasing function of ``r``; each boundary is found by binary search,
+    so a power-law hub gets a chunk to itself instead of serialising a thread.
+    """
+    R = indptr.size - 1
+    E = indptr[R] - indptr[0]
+    total = E + row_cost * R
+    out = np.empty(nchunks + 1, np.int64)
+    out[0] = 0
+    out[nchunks] = R
+    for c in range(1, nchunks):
+        target = (total * c) // nchunks
+        lo = out[c - 1]
+        hi = R
+        while lo < hi:  # first r with work(r) >= target
+            mid = (lo + hi) // 2
+            if indptr[mid] - indptr[0] + row_cost * mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[c] = lo
+    return out
+
+
+def chunk_bounds(indptr_np, nthreads, row_cost=1):
+    """Balanced chunk boundaries for a row-parallel kernel (a few chunks per thread)."""
+    R = indptr_np.size - 1
+    if R <= 0:
+        return np.zeros(1, np.int64)
+    nchunks = int(min(R, 8 * nthreads if nthreads > 1 else 1))
+    return balanced_bounds(indptr_np, nchunks, row_cost)
+
+
+@intrinsic
+def atomic_fetch_add(typingctx, arr, idx, val):
+    """Atomically ``old = arr[idx]; arr[idx] += val``; returns ``old`` (int64 arrays)."""
+    if not isinstance(arr, types.Array) or arr.dtype != types.int64:
+        return None
+    sig = types.int64(arr, idx, val)
+
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        v = context.cast(builder, args[2], sig.args[2], types.int64)
+        return builder.atomic_rmw("add", ptr, v, "monotonic")
+
+    return sig, codegen
+
+
+_POOL = None
+_POOL_PID = None
+
+
+def _pool(workers):
+    """The persistent worker pool (rebuilt after ``fork``: a child inherits no threads)."""
+    global _POOL, _POOL_PID
+    if _POOL is None or _POOL_PID != os.getpid() or _POOL._max_workers < workers:
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mpgraph-cpu")
+        _POOL_PID = os.getpid()
+    return _POOL
+
+
+def run_parallel(kernel, nthreads, *args):
+    """Run ``kernel(counter, *args)`` on ``nthreads`` threads sharing one work counter.
+
+    ``kernel`` is a ``nogil`` Numba function that claims chunks with
+    ``atomic_fetch_add(counter, 0, 1)`` until none are left (dynamic scheduling:
+    a thread slowed down by a busy machine simply claims fewer chunks). The calling
+    thread works too; the others come from a persistent pool of Python threads,
+    so no OpenMP runtime is involved (torch's stays the only one in the process).
+    """
+    counter = np.zeros(1, np.int64)
+    if nthreads <= 1:
+        kernel(counter, *args)
+        return
+    pool = _pool(nthreads - 1)
+    futures = [pool.submit(kernel, counter, *args) for _ in range(nthreads - 1)]
+    try:
+        kernel(counter, *args)
+    finally:
+        for f in futures:
+            f.result()
+
+
+def _source_hash():
+    """Hash of this package's sources.
+
+    Numba's on-disk cache only notices edits to the file that defines a kernel, not to
+    the helpers it inlines from other files; every kernel closes over this value, which
+    Numba puts in the cache key, so any edit in the package recompiles.
+    """
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
+SOURCE_HASH = _source_hash()

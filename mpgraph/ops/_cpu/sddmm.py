@@ -1,0 +1,228 @@
+"""gSDDMM on the CPU: one value per edge from its endpoints' and its own features.
+
+.. math::
+
+    \\mathrm{out}[e] = \\phi(X[t_l(e)], Y[t_r(e)]), \\qquad t(e) \\in \\{u, v, e\\}
+
+Edges are walked row by row of a compressed structure (``Index.csc()``: rows are
+destinations), so the destination operand is loaded once per row and stays in
+cache while the source rows are gathered; results are written at the edge id.
+``dot`` reduces the last feature dimension in registers (fp32 accumulation, no
+``E x D`` intermediate).
+"""
+
+import functools
+
+import numpy as np
+import torch
+from numba import njit
+
+from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, chunk_bounds, index_view, kernel_view, load,
+                    num_threads, prefetch, raw_get, run_parallel, store)
+from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
+                      leading_offsets, needs_fp64_pass)
+from ._ops import SDDMM_OPS, binop, is_dot, uses_lhs, uses_rhs
+
+#: default software-prefetch distance in edges (0 disables)
+PREFETCH_DISTANCE = 16
+
+TARGETS = {"u": 0, "e": 1, "v": 2}
+_U, _E, _V = 0, 1, 2
+
+
+@njit
+def _pick(target, s, ek, r):
+    return s if target == _U else (ek if target == _E else r)
+
+
+@njit(fastmath={"reassoc", "contract"})
+def _sddmm_chunk(op, c, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target, rhs_target,
+                 layout, F, Fl, Fr, B, D, lhs_off, rhs_off, pf_dist, pf_lhs, pf_rhs, pf_step_l, pf_step_r):
+    """Edges of rows ``bounds[c] : bounds[c + 1]``."""
+    E_end = raw_get(indptr, indptr.size - 1)
+    use_eid = eid.size > 0
+    zero = acc_zero(out)
+    for r in range(raw_get(bounds, c), raw_get(bounds, c + 1)):
+        for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
+            if pf_dist > 0:  # gathered (source-node) operand rows pf_dist edges ahead
+                kp = k + pf_dist
+                if kp < E_end:
+                    sp = raw_get(indices, kp)
+                    for t in range(pf_lhs):
+                        prefetch(lhs, sp * Fl + t * pf_step_l)
+                    for t in range(pf_rhs):
+                        prefetch(rhs, sp * Fr + t * pf_step_r)
+            s = raw_get(indices, k)
+            ek = raw_get(eid, k) if use_eid else k
+            lb = _pick(lhs_target, s, ek, r) * Fl
+            rb = _pick(rhs_target, s, ek, r) * Fr
+            ob = ek * F
+            if is_dot(op):  # [F, D] . [F, D] -> [F]; offsets index the leading dims
+                for h in range(F):
+                    la = lb + raw_get(lhs_off, h) * D
+                    ra = rb + raw_get(rhs_off, h) * D
+                    acc = zero
+                    for d in range(D):
+                        acc += load(lhs, la + d) * load(rhs, ra + d)
+                    store(out, ob + h, acc)
+            elif layout == SAME:
+                for j in range(F):
+                    a = load(lhs, lb + j) if uses_lhs(op) else zero
+                    b = load(rhs, rb + j) if uses_rhs(op) else zero
+                    store(out, ob + j, binop(op, a, b))
+            elif layout == RHS_BLOCK:
+                for h in range(Fr):
+                    b = load(rhs, rb + h)
+                    for d in range(B):
+                        store(out, ob + h * B + d, binop(op, load(lhs, lb + h * B + d), b))
+            elif layout == LHS_BLOCK:
+                for h in range(Fl):
+                    a = load(lhs, lb + h)
+                    for d in range(B):
+                        store(out, ob + h * B + d, binop(op, a, load(rhs, rb + h * B + d)))
+            else:
+                for j in range(F):
+                    a = load(lhs, lb + raw_get(lhs_off, j))
+                    b = load(rhs, rb + raw_get(rhs_off, j))
+                    store(out, ob + j, binop(op, a, b))
+
+
+@functools.lru_cache(maxsize=None)
+def sddmm_kernel(op):
+    """The compiled gSDDMM kernel for one ``op``; dtypes specialise on first call.
+
+    The edge loop is compiled with ``fastmath={'reassoc', 'contract'}`` so the fp32 dot
+    over ``D`` vectorises (several fp32 partial sums, fused multiply-adds); no flag that
+    changes inf/NaN handling is used.
+    """
+    source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+
+    @njit(cache=True, nogil=True)
+    def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target, rhs_target,
+               layout, F, Fl, Fr, B, D, lhs_off, rhs_off, pf_dist, pf_lhs, pf_rhs, pf_step_l, pf_step_r):
+        _ = source_hash
+        nchunks = bounds.size - 1
+        indptr, indices, eid, lhs, rhs = borrow(indptr), borrow(indices), borrow(eid), borrow(lhs), borrow(rhs)
+        out, lhs_off, rhs_off = borrow(out), borrow(lhs_off), borrow(rhs_off)
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < nchunks:
+            _sddmm_chunk(op, c, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target, rhs_target,
+                         layout, F, Fl, Fr, B, D, lhs_off, rhs_off, pf_dist, pf_lhs, pf_rhs, pf_step_l, pf_step_r)
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *, out_dtype=None,
+           prefetch_distance=None):
+    """Generalised SDDMM over the edges of a compressed structure, on raw tensors.
+
+    .. math::
+
+        \\mathrm{out}[\\mathrm{eid}[k]] = \\phi(\\mathrm{lhs}[t_l(k)], \\mathrm{rhs}[t_r(k)]),
+        \\quad t(k) = \\mathrm{indices}[k]\\ (u),\\ r\\ (v),\\ \\mathrm{eid}[k]\\ (e)
+
+    for every slot ``k`` of row ``r``.
+
+    Parameters
+    ----------
+    op : {'add', 'sub', 'mul', 'div', 'dot', 'copy_lhs', 'copy_rhs'}
+    indptr : Tensor, int64, ``(N_dst + 1,)``
+        ``Index.csc()[0]``: in-edges grouped by destination ``v``.
+    indices : Tensor, int64, ``(E,)``
+        Source node ``u`` of each slot (``Index.csc()[1]``).
+    eid : Tensor, int64, ``(E,)``, or None
+        Edge id of each slot (``Index.csc()[2]``); None means the identity.
+    lhs, rhs : Tensor ``(N_u or N_v or E, *F)``
+        Operands (float64/float32/float16/bfloat16), rows picked by ``lhs_target`` and
+        ``rhs_target``; ignored (may be None) when ``op`` does not read them.
+    lhs_target, rhs_target : {'u', 'v', 'e'}
+        Defaults ``'u'`` and ``'v'`` (``u_dot_v`` and friends).
+    out_dtype : torch.dtype, optional
+        Dtype of the result (default: the promoted operand dtype); accumulation is fp64 when the
+        result or an operand is fp64, else fp32.
+    prefetch_distance : int, optional
+        Software prefetch distance in edges for operands gathered by ``u`` (0 disables).
+
+    Returns
+    -------
+    out : Tensor ``(E, *Fo)``
+        In ``out_dtype``. Elementwise ops broadcast the feature shapes like
+        numpy; ``dot`` reduces the last dimension and keeps it as size 1:
+        ``(H, D)`` dot ``(H, D)`` gives ``(H, 1)``, ``(D,)`` dot ``(D,)`` gives ``(1,)``.
+        ``dot`` accumulates in fp32 (fp64 for fp64) and rounds once.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``op`` or target, mismatched dot lengths, shapes that do not broadcast.
+    TypeError
+        Unsupported dtypes or devices.
+
+    Notes
+    -----
+    Structure contents are trusted, as in :func:`.gspmm`.
+    """
+    if op not in SDDMM_OPS:
+        raise ValueError(f"expected op in {SDDMM_OPS}, got {op!r}")
+    for name, t in (("lhs_target", lhs_target), ("rhs_target", rhs_target)):
+        if t not in TARGETS:
+            raise ValueError(f"expected {name} in ('u', 'v', 'e'), got {t!r}")
+    check_index("indptr", indptr)
+    check_index("indices", indices)
+    if eid is not None:
+        check_index("eid", eid)
+    E = indices.numel()
+    if indptr.numel() == 0 or int(indptr[-1]) != E or int(indptr[0]) != 0:
+        raise ValueError(f"expected indptr from 0 to len(indices) = {E}, got indptr of {indptr.numel()} elements "
+                         f"ending at {int(indptr[-1]) if indptr.numel() else None}")
+    if op != "copy_rhs":
+        check_float("lhs", lhs)
+    if op != "copy_lhs":
+        check_float("rhs", rhs)
+    check_out_dtype(out_dtype)
+    if needs_fp64_pass(out_dtype, lhs, rhs):
+        return gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target, rhs_target, out_dtype=torch.float64,
+                      prefetch_distance=prefetch_distance).to(out_dtype)
+    if lhs is None:
+        lhs = rhs[:0]
+    if rhs is None:
+        rhs = lhs[:0]
+    fl, fr = tuple(lhs.shape[1:]), tuple(rhs.shape[1:])
+    lhs_off = rhs_off = None
+    layout, B, D = SAME, 1, 1
+    if op == "dot":
+        if len(fl) == 0 or len(fr) == 0 or fl[-1] != fr[-1]:
+            raise ValueError(f"expected dot operands with the same last dimension, got feature shapes {fl} and {fr}")
+        lead, lhs_off, rhs_off = leading_offsets(fl[:-1], fr[:-1])
+        out_shape, D = lead + (1,), int(fl[-1])
+        dtype = torch.promote_types(lhs.dtype, rhs.dtype)
+    elif op == "copy_lhs":
+        out_shape, dtype = fl, lhs.dtype
+    elif op == "copy_rhs":
+        out_shape, dtype = fr, rhs.dtype
+    else:
+        out_shape, layout, B, lhs_off, rhs_off = broadcast_layout(fl, fr)
+        dtype = torch.promote_types(lhs.dtype, rhs.dtype)
+    out = torch.empty((E,) + tuple(out_shape), dtype=out_dtype or dtype)
+    F = int(np.prod(out_shape, dtype=np.int64))  # for dot: one output per leading index
+    if E == 0 or F == 0:
+        return out
+    lhs_np = kernel_view(lhs.contiguous())
+    rhs_np = kernel_view(rhs.contiguous())
+    Fl = int(np.prod(fl, dtype=np.int64))
+    Fr = int(np.prod(fr, dtype=np.int64))
+    indptr_np = index_view(indptr.contiguous())
+    nthreads = num_threads(E * max(F, Fl, Fr))
+    bounds = chunk_bounds(indptr_np, nthreads)
+    pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
+    pf_lhs = (Fl * lhs_np.itemsize + 63) // 64 if lhs_target == "u" and op != "copy_rhs" else 0
+    pf_rhs = (Fr * rhs_np.itemsize + 63) // 64 if rhs_target == "u" and op != "copy_lhs" else 0
+    if pf_lhs == 0 and pf_rhs == 0:
+        pf = 0
+    run_parallel(sddmm_kernel(op), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
+                 index_view(eid.contiguous() if eid is not None else None), lhs_np, rhs_np, kernel_view(out),
+                 TARGETS[lhs_target], TARGETS[rhs_target], layout, F, Fl, Fr, B, D,
+                 index_view(lhs_off), index_view(rhs_off), pf, pf_lhs, pf_rhs,
+                 64 // lhs_np.itemsize, 64 // rhs_np.itemsize)
+    return out

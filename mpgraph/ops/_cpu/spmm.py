@@ -1,0 +1,603 @@
+"""gSpMM on the CPU: reduce messages over the edges of each row of a compressed structure.
+
+.. math::
+
+    \\mathrm{out}[r] = \\bigoplus_{k=\\mathrm{indptr}[r]}^{\\mathrm{indptr}[r+1]-1}
+        \\phi(\\mathrm{lhs}[\\mathrm{indices}[k]], \\mathrm{rhs}[\\mathrm{eid}[k]])
+
+With ``Index.csc()`` (rows = destinations, ``indices`` = sources) this is forward
+message passing, ``update_all(fn.u_mul_e('h', 'w', 'm'), fn.sum('m', 'h'))``; with
+``Index.csr()`` it reduces over out-edges (the backward with respect to ``u``).
+
+Work is split into chunks of consecutive rows with about equal edge counts
+(:func:`._core.chunk_bounds`); threads claim chunks dynamically. Messages are
+added to an fp32 accumulator (fp64 for fp64 output) edge by edge in slot order
+and rounded once when stored, so results do not depend on threads or blocking.
+
+Two row engines:
+
+* blocked passes (layouts ``SAME`` and ``RHS_BLOCK``: copies, elementwise ops, GAT
+  heads, per-edge scalars): a pass reduces 64 columns (128 for 16-bit output) of
+  one row over all its edges with the accumulators in vector registers, software-
+  prefetching the source rows ``PREFETCH_DISTANCE`` edges ahead; max/min keep the
+  winner's slot (int32) in registers beside it;
+* one edge at a time into a scratch row (``LHS_BLOCK`` and ``GENERAL`` broadcasts).
+"""
+
+import functools
+
+import numpy as np
+import torch
+from numba import njit, types
+from numba.extending import overload
+
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, index_view,
+                    kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set, run_parallel, select,
+                    stack_acc, stack_i32, store, to_acc)
+from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
+                      needs_fp64_pass)
+from ._ops import (REDUCES, SPMM_OPS, better, binop, is_arg_literal, is_arg_reduce, is_mean, literal_value,
+                   reduce_init, uses_lhs, uses_rhs)
+
+#: default software-prefetch distance in edges (0 disables); measured in benchmarks/cpu_kernels.py
+PREFETCH_DISTANCE = 16
+
+
+# ----------------------------------------------------------------------------- shared helpers
+
+
+def _accumulate(reduce, acc, j, m, arg_l, arg_r, o, s, ek, track_l, track_r):
+    """``acc[j] (+)= m`` for the literal ``reduce``; max/min also record the winner's ids (scratch-row engine)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_accumulate, prefer_literal=True)
+def _accumulate_impl(reduce, acc, j, m, arg_l, arg_r, o, s, ek, track_l, track_r):
+    if literal_value(reduce) is None:
+        return None
+    if is_arg_literal(reduce):
+        def impl(reduce, acc, j, m, arg_l, arg_r, o, s, ek, track_l, track_r):
+            if better(reduce, m, acc[j]):
+                acc[j] = m
+                if track_l:
+                    raw_set(arg_l, o + j, s)
+                if track_r:
+                    raw_set(arg_r, o + j, ek)
+        return impl
+
+    def impl(reduce, acc, j, m, arg_l, arg_r, o, s, ek, track_l, track_r):
+        acc[j] += m
+    return impl
+
+
+def _combine(reduce, acc, m):
+    """``acc (+) m`` without branches: a sum, or the max/min (NaN messages never win)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_combine, prefer_literal=True)
+def _combine_impl(reduce, acc, m):
+    name = literal_value(reduce)
+    if name in ("sum", "mean"):
+        return lambda reduce, acc, m: acc + m
+    if name in ("max", "min"):
+        return lambda reduce, acc, m: select(better(reduce, m, acc), m, acc)
+    return None
+
+
+def _message(op, lhs, i, rhs, j):
+    """``op(lhs[i], rhs[j])``, reading only the operands ``op`` uses."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_message, prefer_literal=True)
+def _message_impl(op, lhs, i, rhs, j):
+    name = literal_value(op)
+    if name is None:
+        return None
+    if name == "copy_lhs":
+        return lambda op, lhs, i, rhs, j: load(lhs, i)
+    if name == "copy_rhs":
+        return lambda op, lhs, i, rhs, j: load(rhs, j)
+    return lambda op, lhs, i, rhs, j: binop(op, load(lhs, i), load(rhs, j))
+
+
+@njit
+def _start_row(reduce, acc, F, zero, arg_l, arg_r, o, track_l, track_r):
+    for j in range(F):
+        acc[j] = reduce_init(reduce, zero)
+    if track_l:
+        for j in range(F):
+            raw_set(arg_l, o + j, -1)
+    if track_r:
+        for j in range(F):
+            raw_set(arg_r, o + j, -1)
+
+
+@njit
+def _finish_row(reduce, acc, out, o, F, deg, zero):
+    """Round ``acc`` once into ``out[o : o + F]`` (mean divides first; rows without edges give 0)."""
+    if deg == 0:
+        for j in range(F):
+            store(out, o + j, zero)
+    elif is_mean(reduce):
+        d = to_acc(out, deg)
+        for j in range(F):
+            store(out, o + j, acc[j] / d)
+    else:
+        for j in range(F):
+            store(out, o + j, acc[j])
+
+
+# ----------------------------------------------------------------------------- blocked passes
+# A pass reduces the columns [col, col + W) of one row over all of the row's edges, then rounds once
+# into ``out``. W is a compile-time constant, so the accumulator is a stack array that LLVM keeps in
+# vector registers (4 zmm for W = 64 fp32, 8 for W = 128) while the loop over W is vectorised (smaller
+# constant widths get fully unrolled into scalar code, hence no 16/32 passes). A pass reads 256 bytes
+# of each source row (64 fp32 or 128 16-bit values), prefetched ``pf_dist`` edges ahead, one hint per
+# cache line; this measured faster than whole-row passes at D=256. 16-bit rows take 128-column passes,
+# then one of 64; the last columns (fewer than 64) take a pass of runtime width with the accumulator in
+# an L1-resident scratch row.
+
+CONTRACT = {"contract"}
+BLOCK = 64  # pass width for fp32/fp64 output
+BLOCK_16 = 128  # pass width for 16-bit output (256 bytes of each source row per pass)
+
+
+def _make_value_pass(W):
+    """Sum/mean (or max/min without winners) pass over ``W`` columns (``W == 0``: runtime width ``w``
+    into ``scratch``)."""
+    size = max(W, 1)
+
+    @njit(fastmath=CONTRACT)
+    def value_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
+                 pf_dist, scratch):
+        n = W if W > 0 else w
+        acc = stack_acc(out, size) if W > 0 else scratch  # [W] fp32 (fp64 for fp64 output)
+        zero = acc_zero(out)
+        use_eid = eid.size > 0
+        line = line_elems(lhs)
+        prefetching = uses_lhs(op) and pf_dist > 0
+        for j in range(n):
+            acc[j] = reduce_init(reduce, zero)
+        for k in range(k0, k1):
+            if prefetching:
+                p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
+                for t in range(0, n, line):
+                    prefetch(lhs, p + t)
+            lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
+            ek = raw_get(eid, k) if use_eid else k
+            if uses_lhs(op) and uses_rhs(op) and scalar_rhs:  # [W] op scalar
+                b = to_acc(out, load(rhs, ek * Fr + rhs_col))
+                for j in range(n):
+                    acc[j] = _combine(reduce, acc[j], binop(op, to_acc(out, load(lhs, lb + j)), b))
+            else:  # [W] op [W]
+                rb = ek * Fr + col
+                for j in range(n):
+                    acc[j] = _combine(reduce, acc[j], to_acc(out, _message(op, lhs, lb + j, rhs, rb + j)))
+        if is_mean(reduce):
+            d = to_acc(out, k1 - k0)
+            for j in range(n):
+                store(out, o + col + j, acc[j] / d)
+        else:
+            for j in range(n):
+                store(out, o + col + j, acc[j])
+
+    return value_pass
+
+
+def _make_arg_pass(W):
+    """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch).
+
+    Per column it keeps the running extreme and the winning edge's slot offset ``k - k0`` (int32, so
+    the two fit in registers together), then maps the slot to the source node and the edge id.
+    """
+    size = max(W, 1)
+
+    @njit
+    def arg_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                 scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
+        n = W if W > 0 else w
+        acc = stack_acc(out, size) if W > 0 else scratch
+        best = stack_i32(size) if W > 0 else scratch_slot
+        zero = acc_zero(out)
+        use_eid = eid.size > 0
+        line = line_elems(lhs)
+        for j in range(n):
+            acc[j] = reduce_init(reduce, zero)
+            best[j] = -1
+        for k in range(k0, k1):
+            if uses_lhs(op) and pf_dist > 0:
+                p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
+                for t in range(0, n, line):
+                    prefetch(lhs, p + t)
+            lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
+            ek = raw_get(eid, k) if use_eid else k
+            slot = np.int32(k - k0)
+            if uses_lhs(op) and uses_rhs(op) and scalar_rhs:
+                b = load(rhs, ek * Fr + rhs_col)
+                for j in range(n):  # branch-free selects: the accumulators stay in registers
+                    m = to_acc(out, binop(op, load(lhs, lb + j), b))
+                    win = better(reduce, m, acc[j])
+                    acc[j] = select(win, m, acc[j])
+                    best[j] = select(win, slot, best[j])
+            else:
+                rb = ek * Fr + col
+                for j in range(n):
+                    m = to_acc(out, _message(op, lhs, lb + j, rhs, rb + j))
+                    win = better(reduce, m, acc[j])
+                    acc[j] = select(win, m, acc[j])
+                    best[j] = select(win, slot, best[j])
+        for j in range(n):
+            store(out, o + col + j, acc[j])
+        for j in range(n):
+            kb = k0 + best[j]
+            if uses_lhs(op):
+                raw_set(arg_l, o + col + j, raw_get(indices, kb) if best[j] >= 0 else -1)
+            if uses_rhs(op):
+                raw_set(arg_r, o + col + j, (raw_get(eid, kb) if use_eid else kb) if best[j] >= 0 else -1)
+
+    return arg_pass
+
+
+_value_block, _value_block_16, _value_tail = _make_value_pass(BLOCK), _make_value_pass(BLOCK_16), _make_value_pass(0)
+
+
+def _block_width(out):
+    """Compile-time constant: the pass width for ``out`` (:data:`BLOCK_16` for 16-bit output)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_block_width)
+def _block_width_impl(out):
+    W = BLOCK_16 if out.dtype.bitwidth == 16 else BLOCK
+    return lambda out: W
+
+
+def _value_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
+              pf_dist, scratch):
+    """The full-width value pass for ``out``'s dtype."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_value_pass, prefer_literal=True)
+def _value_pass_impl(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
+                   pf_dist, scratch):
+    fn = _value_block_16 if out.dtype.bitwidth == 16 else _value_block
+    return (lambda op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
+            pf_dist, scratch: fn(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                                 scalar_rhs, rhs_col, pf_dist, scratch))
+_arg_block, _arg_block_16, _arg_tail = _make_arg_pass(BLOCK), _make_arg_pass(BLOCK_16), _make_arg_pass(0)
+
+
+def _arg_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, scalar_rhs,
+              rhs_col, pf_dist, scratch, scratch_slot):
+    """The full-width max/min pass for ``out``'s dtype."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_arg_pass, prefer_literal=True)
+def _arg_pass_impl(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                   scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
+    fn = _arg_block_16 if out.dtype.bitwidth == 16 else _arg_block
+    return (lambda op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+            scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot:
+            fn(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+               scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot))
+
+
+@njit
+def _empty_row(op, out, arg_l, arg_r, o, F, track):
+    zero = acc_zero(out)
+    for j in range(F):
+        store(out, o + j, zero)
+    if track and uses_lhs(op):
+        for j in range(F):
+            raw_set(arg_l, o + j, -1)
+    if track and uses_rhs(op):
+        for j in range(F):
+            raw_set(arg_r, o + j, -1)
+
+
+@njit
+def _rows_blocked_value(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
+                      n_seg, seg_len, scalar_rhs, pf_dist):
+    """Rows of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
+    ``scalar_rhs`` (RHS_BLOCK: heads, or one per-edge scalar), else ``rhs`` elementwise (SAME)."""
+    k_last = raw_get(indptr, indptr.size - 1) - 1
+    W = _block_width(out)
+    owner = alloc_acc(out, BLOCK_16)
+    scratch = borrow(owner)
+    for r in range(r_begin, r_end):
+        k0 = raw_get(indptr, r)
+        k1 = raw_get(indptr, r + 1)
+        o = r * F
+        if k1 == k0:
+            _empty_row(op, out, arg_l, arg_r, o, F, False)
+            continue
+        for h in range(n_seg):
+            col = h * seg_len
+            end = col + seg_len
+            while col + W <= end:
+                _value_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                            scalar_rhs, h, pf_dist, scratch)
+                col += W
+            if W > BLOCK and col + BLOCK <= end:  # 16-bit: a 64-column pass before the tail
+                _value_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                             scalar_rhs, h, pf_dist, scratch)
+                col += BLOCK
+            if col < end:
+                _value_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                          scalar_rhs, h, pf_dist, scratch)
+    owner[0] = 0  # keeps the scratch owner alive past the loop
+
+
+@njit
+def _rows_blocked_arg(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
+                      n_seg, seg_len, scalar_rhs, pf_dist):
+    """As :func:`_rows_blocked_value`, for max/min recording the winners."""
+    k_last = raw_get(indptr, indptr.size - 1) - 1
+    W = _block_width(out)
+    owner = alloc_acc(out, BLOCK_16)
+    owner_slot = np.empty(BLOCK_16, np.int32)
+    scratch, scratch_slot = borrow(owner), borrow(owner_slot)
+    for r in range(r_begin, r_end):
+        k0 = raw_get(indptr, r)
+        k1 = raw_get(indptr, r + 1)
+        o = r * F
+        if k1 == k0:
+            _empty_row(op, out, arg_l, arg_r, o, F, True)
+            continue
+        for h in range(n_seg):
+            col = h * seg_len
+            end = col + seg_len
+            while col + W <= end:
+                _arg_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                          scalar_rhs, h, pf_dist, scratch, scratch_slot)
+                col += W
+            if W > BLOCK and col + BLOCK <= end:
+                _arg_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl,
+                           Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+                col += BLOCK
+            if col < end:
+                _arg_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o,
+                          Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+    owner[0] = 0  # keeps the scratch owners alive past the loop
+    owner_slot[0] = 0
+
+
+# ----------------------------------------------------------------------------- scratch-row engine
+
+
+@njit
+def _rows_lhs_block(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B,
+                    need_arg):
+    """Rows with ``[Fl, 1] op [Fl, B]`` messages (one edge at a time, accumulator in a scratch row)."""
+    use_eid = eid.size > 0
+    track = is_arg_reduce(reduce) and need_arg
+    acc = alloc_acc(out, F)
+    zero = acc_zero(out)
+    for r in range(r_begin, r_end):
+        k0 = raw_get(indptr, r)
+        k1 = raw_get(indptr, r + 1)
+        o = r * F
+        _start_row(reduce, acc, F, zero, arg_l, arg_r, o, track, track)
+        for k in range(k0, k1):
+            s = raw_get(indices, k)
+            ek = raw_get(eid, k) if use_eid else k
+            lb = s * Fl
+            rb = ek * Fr
+            for h in range(Fl):
+                a = load(lhs, lb + h)
+                for d in range(B):
+                    j = h * B + d
+                    _accumulate(reduce, acc, j, binop(op, a, load(rhs, rb + j)), arg_l, arg_r, o, s, ek, track, track)
+        _finish_row(reduce, acc, out, o, F, k1 - k0, zero)
+
+
+@njit
+def _rows_general(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
+                  lhs_off, rhs_off, need_arg):
+    """Rows with any other broadcast, through offset tables ``lhs_off[j]``, ``rhs_off[j]``."""
+    use_eid = eid.size > 0
+    track = is_arg_reduce(reduce) and need_arg
+    acc = alloc_acc(out, F)
+    zero = acc_zero(out)
+    for r in range(r_begin, r_end):
+        k0 = raw_get(indptr, r)
+        k1 = raw_get(indptr, r + 1)
+        o = r * F
+        _start_row(reduce, acc, F, zero, arg_l, arg_r, o, track, track)
+        for k in range(k0, k1):
+            s = raw_get(indices, k)
+            ek = raw_get(eid, k) if use_eid else k
+            lb = s * Fl
+            rb = ek * Fr
+            for j in range(F):
+                m = binop(op, load(lhs, lb + raw_get(lhs_off, j)), load(rhs, rb + raw_get(rhs_off, j)))
+                _accumulate(reduce, acc, j, m, arg_l, arg_r, o, s, ek, track, track)
+        _finish_row(reduce, acc, out, o, F, k1 - k0, zero)
+
+
+def _rows(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl,
+          Fr, B, lhs_off, rhs_off, pf_dist):
+    """Rows ``r_begin : r_end`` in the function for ``layout`` (copy ops: only ``SAME`` is compiled)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_rows, prefer_literal=True)
+def _rows_impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
+               Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+    name = literal_value(op)
+    if name is None or literal_value(reduce) is None:
+        return None
+    if not isinstance(layout, types.IntegerLiteral) or not isinstance(need_arg, types.BooleanLiteral):
+        return None
+    blocked = _rows_blocked_arg if is_arg_literal(reduce) and need_arg.literal_value else _rows_blocked_value
+    kind = layout.literal_value
+    if kind == SAME:
+        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
+                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+            blocked(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
+                    1, F, False, pf_dist)
+    elif kind == RHS_BLOCK:
+        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
+                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+            blocked(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
+                    Fr, B, True, pf_dist)
+    elif kind == LHS_BLOCK:
+        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
+                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+            _rows_lhs_block(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
+                            B, need_arg)
+    else:
+        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
+                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+            _rows_general(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
+                          lhs_off, rhs_off, need_arg)
+    return impl
+
+
+@functools.lru_cache(maxsize=None)
+def spmm_kernel(op, reduce, layout, need_arg=True):
+    """The compiled gSpMM kernel for one ``(op, reduce, layout)``; dtypes specialise on first call.
+
+    ``kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B,
+    lhs_off, rhs_off, pf_dist)`` processes the row chunks ``bounds[c] : bounds[c + 1]``
+    it claims from ``counter`` (see :func:`._core.run_parallel`); all arrays are flat. Each layout is
+    its own kernel, so a call compiles only the code it runs.
+    """
+    source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+
+    @njit(cache=True, nogil=True)
+    def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r,
+               F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        _ = source_hash
+        nchunks = bounds.size - 1
+        indptr, indices, eid, lhs, rhs = borrow(indptr), borrow(indices), borrow(eid), borrow(lhs), borrow(rhs)
+        out, arg_l, arg_r = borrow(out), borrow(arg_l), borrow(arg_r)
+        lhs_off, rhs_off = borrow(lhs_off), borrow(rhs_off)
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < nchunks:
+            _rows(op, reduce, layout, need_arg, raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, eid,
+                  lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist)
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None):
+    """Generalised SpMM over the rows of a compressed structure, on raw tensors.
+
+    .. math::
+
+        \\mathrm{out}[r] = \\bigoplus_{k=\\mathrm{indptr}[r]}^{\\mathrm{indptr}[r+1]-1}
+            \\phi(\\mathrm{lhs}[\\mathrm{indices}[k]], \\mathrm{rhs}[\\mathrm{eid}[k]])
+
+    Parameters
+    ----------
+    op : {'copy_lhs', 'copy_rhs', 'add', 'sub', 'mul', 'div'}
+        Message :math:`\\phi` in DGL's names: ``copy_u`` is ``'copy_lhs'``, ``copy_e`` is
+        ``'copy_rhs'``, ``u_mul_e`` is ``'mul'`` (``lhs`` = u, ``rhs`` = e), ...
+    reduce : {'sum', 'mean', 'max', 'min'}
+    indptr : Tensor, int64, ``(R + 1,)``
+        Row pointer; ``Index.csc()[0]`` for forward message passing (``R = N_dst``).
+    indices : Tensor, int64, ``(E,)``, or None
+        Column of each edge slot (the source node with ``csc()``); None only for ``'copy_rhs'``.
+    eid : Tensor, int64, ``(E,)``, or None
+        Edge id of each slot, the row of ``rhs`` it reads; None means the identity
+        (``rhs`` already in slot order, which also saves reading ``eid``).
+    lhs : Tensor ``(N_src, *Fl)`` or None
+        Node features: float64, float32, float16 or bfloat16. None for ``'copy_rhs'``.
+    rhs : Tensor ``(E, *Fr)`` or None
+        Edge features; None for ``'copy_lhs'``. ``Fl`` and ``Fr`` broadcast like numpy:
+        ``(H, D)`` with ``(H, 1)`` (GAT) and ``(D,)`` with ``(1,)`` or ``()`` (a per-edge
+        scalar) are fast paths; other broadcasts go through offset tables (slower).
+    out_dtype : torch.dtype, optional
+        Dtype of ``out`` (default: the promoted operand dtype), e.g. float32 results from
+        float16 operands. Accumulation is fp64 when ``out`` or an operand is fp64, else fp32.
+    need_arg : bool, default True
+        For ``max``/``min``: also return the winners' ids (what the backward needs). False skips
+        tracking them (a faster kernel and no ``(R, *F)`` int64 outputs) and returns None for both.
+    prefetch_distance : int, optional
+        Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
+
+    Returns
+    -------
+    out : Tensor ``(R, *broadcast(Fl, Fr))``
+        In ``out_dtype``. Sums and means accumulate in fp32 (fp64 for
+        fp64 output), edge by edge in slot order, and round once (RNE); a mean divides
+        before rounding. Rows without edges are 0.
+    arg_lhs, arg_rhs : Tensor int64 of ``out``'s shape, or None
+        Only for ``max``/``min``: the ``indices`` value (source node) and the edge id of the
+        winning edge per element (first winner in slot order), -1 where the row has no edge.
+        ``arg_lhs`` is None for ``'copy_rhs'`` and ``arg_rhs`` for ``'copy_lhs'``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``op``/``reduce``, or feature shapes that do not broadcast.
+    TypeError
+        Tensors of unsupported dtypes or devices.
+
+    Notes
+    -----
+    The contents of ``indptr``/``indices``/``eid`` are trusted (the public ops validate);
+    out-of-range values read out of bounds. ``max``/``min`` skip NaN messages; an element
+    whose messages are all NaN or all at the identity (``-inf`` for max) keeps the identity
+    with arg -1.
+    """
+    if op not in SPMM_OPS:
+        raise ValueError(f"expected op in {SPMM_OPS}, got {op!r}")
+    if reduce not in REDUCES:
+        raise ValueError(f"expected reduce in {REDUCES}, got {reduce!r}")
+    check_index("indptr", indptr)
+    R = indptr.numel() - 1
+    if R < 0:
+        raise ValueError("expected indptr with at least one element, got an empty tensor")
+    if op != "copy_rhs":
+        check_index("indices", indices)
+        check_float("lhs", lhs)
+    if op != "copy_lhs":
+        check_float("rhs", rhs)
+    if eid is not None:
+        check_index("eid", eid)
+    check_out_dtype(out_dtype)
+    if needs_fp64_pass(out_dtype, lhs, rhs):
+        out, arg_lhs, arg_rhs = gspmm(op, reduce, indptr, indices, eid, lhs, rhs, out_dtype=torch.float64,
+                                      need_arg=need_arg, prefetch_distance=prefetch_distance)
+        return out.to(out_dtype), arg_lhs, arg_rhs
+    lhs_off = rhs_off = None
+    layout, B = SAME, 1
+    if op == "copy_lhs":
+        out_shape, dtype = tuple(lhs.shape[1:]), lhs.dtype
+    elif op == "copy_rhs":
+        out_shape, dtype = tuple(rhs.shape[1:]), rhs.dtype
+    else:
+        out_shape, layout, B, lhs_off, rhs_off = broadcast_layout(tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
+        dtype = torch.promote_types(lhs.dtype, rhs.dtype)
+    out = torch.empty((R,) + tuple(out_shape), dtype=out_dtype or dtype)
+    track = reduce in ("max", "min") and bool(need_arg)
+    arg_lhs = torch.empty(out.shape, dtype=torch.int64) if track and op != "copy_rhs" else None
+    arg_rhs = torch.empty(out.shape, dtype=torch.int64) if track and op != "copy_lhs" else None
+    F = int(np.prod(out_shape, dtype=np.int64))
+    if R == 0 or F == 0:
+        return out, arg_lhs, arg_rhs
+    lhs_np = kernel_view(lhs.contiguous()) if lhs is not None else kernel_view(rhs[:0])
+    rhs_np = kernel_view(rhs.contiguous()) if rhs is not None else kernel_view(lhs[:0])
+    Fl = int(np.prod(lhs.shape[1:], dtype=np.int64)) if lhs is not None else 0
+    Fr = int(np.prod(rhs.shape[1:], dtype=np.int64)) if rhs is not None else 0
+    indptr_np = index_view(indptr.contiguous())
+    indices_np = index_view(indices.contiguous() if indices is not None else None)
+    eid_np = index_view(eid.contiguous() if eid is not None else None)
+    E = int(indptr_np[-1] - indptr_np[0])
+    if track and E >= 2**31 and int(np.diff(indptr_np).max()) >= 2**31:
+        raise ValueError("max/min kernels record winners as int32 offsets within a row; got a row with 2**31 "
+                         "or more edges")
+    nthreads = num_threads((E + R) * F)
+    bounds = chunk_bounds(indptr_np, nthreads)
+    pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
+    run_parallel(spmm_kernel(op, reduce, layout, track), nthreads, bounds, indptr_np, indices_np, eid_np, lhs_np,
+                 rhs_np, kernel_view(out), index_view(arg_lhs), index_view(arg_rhs), F, Fl, Fr, B,
+                 index_view(lhs_off), index_view(rhs_off), pf)
+    return out, arg_lhs, arg_rhs

@@ -1,0 +1,518 @@
+"""The raw Numba CPU kernels (mpgraph.ops._cpu) against float64 plain-torch formulas.
+
+Each kernel compiles once per (operator, dtypes) and is cached on disk by Numba,
+so the dtype x operator sweep below is kept to the combinations that exercise
+distinct code: every operator and reduction in float32, the load/store paths of
+the other formats with a representative subset.
+"""
+
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("numba")
+
+from graph_cases import CASES  # noqa: E402
+from tolerances import assert_close  # noqa: E402
+
+from mpgraph._index import Index  # noqa: E402
+from mpgraph.ops import _cpu as K  # noqa: E402
+
+F64, F32, F16, BF16 = torch.float64, torch.float32, torch.float16, torch.bfloat16
+DTYPES = [F64, F32, F16, BF16]
+DTYPE_IDS = ["f64", "f32", "f16", "bf16"]
+BINARY = ("add", "sub", "mul", "div")
+
+# (lhs feature shape, rhs feature shape) per kernel layout: SAME, RHS_BLOCK (GAT heads, per-edge
+# scalar as (1,) and ()), LHS_BLOCK, GENERAL (offset tables)
+BCAST = [((3,), (3,)), ((2, 3), (2, 1)), ((4,), (1,)), ((4,), ()), ((2, 1), (2, 3)), ((2, 3), (3,)), ((1, 3), (2, 1))]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def csc(case, shuffle=False):
+    """``(src, dst, n_src, n_dst, (indptr, indices, eid))`` of a named case; edge ids in COO order."""
+    src, dst, n_src, n_dst = CASES[case]
+    if shuffle and src.numel() > 1:
+        perm = torch.randperm(src.numel(), generator=torch.Generator().manual_seed(7))
+        src, dst = src[perm], dst[perm]
+    return src, dst, n_src, n_dst, Index.from_coo(src, dst, n_src, n_dst).csc()
+
+
+def rand(shape, dtype, seed, positive=False):
+    """float64 values already rounded to ``dtype`` (the oracle sees the kernel's inputs)."""
+    x = torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=F64)
+    x = x + 0.5 if positive else 2 * x - 1
+    return x.to(dtype).to(F64)
+
+
+def pad(a, b):
+    """Insert leading 1s after the row dim so feature shapes broadcast like numpy."""
+    nd = max(a.dim(), b.dim())
+    return (a.reshape(a.shape[:1] + (1,) * (nd - a.dim()) + a.shape[1:]),
+            b.reshape(b.shape[:1] + (1,) * (nd - b.dim()) + b.shape[1:]))
+
+
+def messages(op, src, lhs, rhs):
+    if op == "copy_lhs":
+        return lhs[src]
+    if op == "copy_rhs":
+        return rhs
+    a, b = pad(lhs[src], rhs)
+    return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b}[op]
+
+
+def ref_spmm(op, reduce, src, dst, n_dst, lhs, rhs):
+    """float64 scatter formula of gSpMM over in-edges."""
+    msg = messages(op, src, lhs, rhs)
+    feat = msg.shape[1:]
+    flat = msg.reshape(msg.shape[0], math.prod(feat))
+    deg = torch.bincount(dst, minlength=n_dst).to(F64)
+    if reduce in ("sum", "mean"):
+        out = torch.zeros(n_dst, flat.shape[1], dtype=F64).index_add_(0, dst, flat)
+        if reduce == "mean":
+            out = out / deg.clamp(min=1)[:, None]
+    else:
+        fill = -math.inf if reduce == "max" else math.inf
+        out = torch.full((n_dst, flat.shape[1]), fill, dtype=F64)
+        out.scatter_reduce_(0, dst[:, None].expand_as(flat), flat, "amax" if reduce == "max" else "amin")
+        out[deg == 0] = 0
+    return out.reshape((n_dst,) + feat)
+
+
+def check_args(op, reduce, src, dst, out, arg_l, arg_r, lhs, rhs, dtype):
+    """max/min ids: -1 exactly on empty rows, else they name an edge whose message is the result."""
+    n_dst = out.shape[0]
+    if n_dst == 0:
+        return
+    deg = torch.bincount(dst, minlength=n_dst)
+    empty = (deg == 0).reshape((n_dst,) + (1,) * (out.dim() - 1)).expand(out.shape)
+    for arg in (arg_l, arg_r):
+        if arg is not None:
+            assert arg.dtype == torch.int64 and arg.shape == out.shape
+            assert bool((arg[empty] == -1).all()) and bool((arg[~empty] >= 0).all())
+    assert (arg_l is None) == (op == "copy_rhs") and (arg_r is None) == (op == "copy_lhs")
+    if src.numel() == 0:
+        return
+    if op == "copy_lhs":
+        feat = lhs.reshape(lhs.shape[0], math.prod(lhs.shape[1:]))
+        j = torch.arange(feat.shape[1]).expand(n_dst, -1)
+        picked = feat[arg_l.reshape(n_dst, -1).clamp(min=0), j]
+    else:
+        msg = messages(op, src, lhs, rhs)
+        msg = msg.reshape(src.numel(), math.prod(msg.shape[1:]))
+        j = torch.arange(msg.shape[1]).expand(n_dst, -1)
+        e = arg_r.reshape(n_dst, -1).clamp(min=0)
+        picked = msg[e, j]
+        if op != "copy_rhs":
+            assert bool((src[e] == arg_l.reshape(n_dst, -1).clamp(min=0))[~empty.reshape(n_dst, -1)].all())
+    picked = torch.where(empty.reshape(n_dst, -1), 0.0, picked)
+    assert_close(out.reshape(n_dst, -1), picked, dtype)
+
+
+def run_spmm(case, op, reduce, lshape, rshape, dtype, shuffle=False, seed=0, **kw):
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc(case, shuffle)
+    lhs = None if op == "copy_rhs" else rand((n_src,) + lshape, dtype, seed)
+    rhs = None if op == "copy_lhs" else rand((src.numel(),) + rshape, dtype, seed + 1, positive=op == "div")
+    out, arg_l, arg_r = K.gspmm(op, reduce, indptr, indices, eid, None if lhs is None else lhs.to(dtype),
+                                None if rhs is None else rhs.to(dtype), **kw)
+    expected = ref_spmm(op, reduce, src, dst, n_dst, lhs, rhs)
+    assert out.dtype == dtype and out.shape == expected.shape, (case, op, reduce, out.shape, expected.shape)
+    assert_close(out, expected, dtype)
+    if reduce in ("max", "min"):
+        check_args(op, reduce, src, dst, out, arg_l, arg_r, lhs, rhs, dtype)
+    else:
+        assert arg_l is None and arg_r is None
+    return out
+
+
+# ----------------------------------------------------------------------------- gSpMM
+
+
+def test_available():
+    assert K.available() is True
+    assert K.unavailable_reason() is None
+
+
+# every operator in float32; each broadcast layout with ``mul``; the other formats' load/store paths
+# through a subset (each (op, reduce, layout, dtype) is one compilation)
+SUM_SWEEP = {
+    F32: [("copy_lhs", [((3,), (3,))]), ("copy_rhs", [((3,), (3,))]), ("add", BCAST[:1]), ("sub", BCAST[1:2]),
+          ("div", BCAST[2:4]), ("mul", BCAST)],
+    BF16: [("copy_lhs", [((3,), (3,))]), ("copy_rhs", [((3,), (3,))]), ("mul", BCAST), ("sub", BCAST[:1])],
+    F16: [("copy_lhs", [((3,), (3,))]), ("mul", BCAST[:4])],
+    F64: [("copy_lhs", [((3,), (3,))]), ("mul", BCAST[:4])],
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_spmm_sum_ops(dtype):
+    for op, shapes in SUM_SWEEP[dtype]:
+        for lshape, rshape in shapes:
+            for case in CASES:
+                run_spmm(case, op, "sum", lshape, rshape, dtype, shuffle=case == "random")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_spmm_reduce(dtype):
+    combos = [("copy_lhs", "mean"), ("copy_lhs", "max")]
+    if dtype in (F32, BF16):
+        combos += [("mul", "max"), ("copy_lhs", "min"), ("copy_rhs", "min"), ("div", "min")]
+    for op, reduce in combos:
+        if op == "mul":
+            shapes = [((3,), (3,)), ((2, 3), (2, 1)), ((4,), ())]
+        elif op == "div":
+            shapes = [((2, 1), (2, 3)), ((1, 3), (2, 1))]  # the two slower layouts
+        else:
+            shapes = [((2, 3), (2, 3))]
+        for lshape, rshape in shapes:
+            for case in CASES:
+                run_spmm(case, op, reduce, lshape, rshape, dtype, shuffle=case == "power_law")
+
+
+def test_spmm_extremes_without_args():
+    """need_arg=False: the same values, no winner ids (every layout)."""
+    cases = [(F32, "copy_lhs", "max", (70,), None), (F32, "mul", "min", (2, 3), (2, 1)),
+             (F32, "div", "max", (1, 3), (2, 1)), (F32, "sub", "min", (2, 1), (2, 3)),
+             (BF16, "copy_lhs", "max", (150,), None)]
+    for dtype, op, reduce, lshape, rshape in cases:
+        src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)
+        lhs = rand((n_src,) + lshape, dtype, 0).to(dtype)
+        rhs = None if rshape is None else rand((src.numel(),) + rshape, dtype, 1, positive=True).to(dtype)
+        full = K.gspmm(op, reduce, indptr, indices, eid, lhs, rhs)
+        bare = K.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg=False)
+        assert bare[1] is None and bare[2] is None
+        assert torch.equal(full[0], bare[0]), (op, reduce)
+
+
+def test_spmm_wide_rows():
+    """Features wider than one register block (64/128 columns), with a tail; heads of 70 columns."""
+    for dtype in (F32, BF16):
+        run_spmm("power_law", "copy_lhs", "sum", (200,), None, dtype)
+        run_spmm("power_law", "copy_lhs", "max", (150,), None, dtype)
+        run_spmm("power_law", "mul", "sum", (3, 70), (3, 1), dtype)
+        run_spmm("power_law", "mul", "mean", (150,), (), dtype)
+
+
+def test_spmm_eid_none_is_identity():
+    """eid=None reads rhs in slot order; the default prefetch changes nothing."""
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)
+    x, w = rand((n_src, 5), F32, 0).float(), rand((src.numel(), 1), F32, 1).float()
+    out = K.gspmm("mul", "sum", indptr, indices, eid, x, w)[0]
+    out_none = K.gspmm("mul", "sum", indptr, indices, None, x, w[eid])[0]
+    out_nopf = K.gspmm("mul", "sum", indptr, indices, eid, x, w, prefetch_distance=0)[0]
+    assert torch.equal(out, out_none) and torch.equal(out, out_nopf)
+
+
+def test_spmm_mixed_dtypes_promote():
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc("random")
+    x, w = rand((n_src, 4), BF16, 0), rand((src.numel(), 1), F32, 1)
+    out = K.gspmm("mul", "sum", indptr, indices, eid, x.to(BF16), w.float())[0]
+    assert out.dtype == F32
+    assert_close(out, ref_spmm("mul", "sum", src, dst, n_dst, x, w), F32)
+
+
+def test_out_dtype():
+    """Results in another dtype than the operands' (fp32 gradients of fp16 operands, ...), rounded once."""
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)
+    x = rand((n_src, 70), F16, 0)
+    w = rand((src.numel(), 1), F16, 1)
+    for in_dtype, out_dtype in ((F16, F32), (F32, BF16), (F64, F32)):
+        xd, wd = x.to(in_dtype), w.to(in_dtype)
+        out = K.gspmm("mul", "sum", indptr, indices, eid, xd, wd, out_dtype=out_dtype)[0]
+        assert out.dtype == out_dtype
+        assert_close(out, ref_spmm("mul", "sum", src, dst, n_dst, x, w), out_dtype)
+        dot = K.gsddmm("dot", indptr, indices, eid, xd, xd, "u", "v", out_dtype=out_dtype)
+        assert dot.dtype == out_dtype
+        assert_close(dot, ref_sddmm("dot", src, dst, x, x, "u", "v"), out_dtype)
+        s = K.edge_softmax_forward(indptr, eid, wd, out_dtype=out_dtype)
+        assert s.dtype == out_dtype
+        assert_close(s, ref_edge_softmax(dst, n_dst, w), out_dtype)
+
+
+def test_spmm_csr_reverse():
+    """The same kernel over out-edges (Index.csr()) reduces into sources."""
+    src, dst, n_src, n_dst = CASES["bipartite"]
+    indptr, indices, eid = Index.from_coo(src, dst, n_src, n_dst).csr()
+    g = rand((n_dst, 3), F32, 0)
+    out = K.gspmm("copy_lhs", "sum", indptr, indices, eid, g.float(), None)[0]
+    assert_close(out, ref_spmm("copy_lhs", "sum", dst, src, n_src, g, None), F32)
+
+
+# ----------------------------------------------------------------------------- hub node, threads, rounding
+
+
+def hub_graph(n_in=100_000, n_other=3000, seed=0):
+    """Node 0 has ``n_in`` in-edges (from every node); ``n_other`` random edges among the others."""
+    gen = torch.Generator().manual_seed(seed)
+    N = n_in
+    src = torch.cat([torch.arange(N), torch.randint(0, N, (n_other,), generator=gen)])
+    dst = torch.cat([torch.zeros(N, dtype=torch.int64), torch.randint(1, 50, (n_other,), generator=gen)])
+    return src, dst, N, N
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_hub_fp16_sum_is_exact(threads):
+    """60,000 ones into one node: an fp16 accumulator would stop at 2048; fp32 gives 60000 exactly."""
+    src, dst, N, _ = hub_graph()
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    x = torch.zeros(N, 130)  # two register blocks of 64 (fp32) or one of 128 (16-bit), and a tail
+    x[:60_000] = 1.0
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        out16 = K.gspmm("copy_lhs", "sum", indptr, indices, eid, x.half(), None)[0]
+        outb = K.gspmm("copy_lhs", "sum", indptr, indices, eid, x.bfloat16(), None)[0]
+        mean16 = K.gspmm("copy_lhs", "mean", indptr, indices, eid, x.half(), None)[0]
+        out32 = K.gspmm("copy_lhs", "sum", indptr, indices, eid, x, None)[0]
+    finally:
+        torch.set_num_threads(before)
+    assert out16.dtype == F16 and out16[0].tolist() == [60000.0] * 130
+    assert torch.equal(outb[0], torch.full((130,), 60000.0).bfloat16())  # rounded once from the exact sum
+    assert torch.equal(mean16[0], torch.full((130,), 0.6).half())
+    ref = ref_spmm("copy_lhs", "sum", src, dst, N, x.double(), None)
+    assert_close(out32, ref, F32)
+    assert_close(out16, ref, F16)
+
+
+def test_threads_are_deterministic():
+    """Each row is reduced by one thread in slot order, so thread count does not change bits."""
+    src, dst, N, _ = hub_graph(n_in=20_000, n_other=200_000)
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    x = rand((N, 72), F32, 3).float()
+    w = rand((src.numel(),), F32, 4).float()
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            results.append(K.gspmm("mul", "sum", indptr, indices, eid, x, w)[0])
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2])
+    # rows of ~4,000 random terms: fp32 rounding error grows like sqrt(deg) * eps * |partial sums|
+    torch.testing.assert_close(results[0].double(), ref_spmm("mul", "sum", src, dst, N, x.double(), w.double()),
+                               rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_store_rounds_to_nearest_even(dtype):
+    """Sums of two 16-bit values are exact in fp32; the kernel must round them like torch (RNE, inf, NaN)."""
+    gen = torch.Generator().manual_seed(11)
+    a = torch.randn(4096, generator=gen) * torch.exp2(torch.randint(-6, 6, (4096,), generator=gen).float())
+    b = a * torch.rand(4096, generator=gen)
+    a, b = a.to(dtype), b.to(dtype)
+    big = torch.finfo(dtype).max
+    special = torch.tensor([[1.0, 2.0 ** -8], [1.0078125, 2.0 ** -8], [big, big], [float("nan"), 1.0],
+                            [float("inf"), 1.0], [-0.0, -0.0], [1.0, -1.0]]).to(dtype)
+    pairs = torch.cat([torch.stack([a, b], 1), special])
+    offsets = torch.arange(0, 2 * pairs.shape[0] + 1, 2)
+    out = K.segment_reduce("sum", pairs.reshape(-1, 1), offsets)[0].reshape(-1)
+    expected = (pairs[:, 0].float() + pairs[:, 1].float()).to(dtype)
+    same = (out.view(torch.int16) == expected.view(torch.int16)) | (torch.isnan(out) & torch.isnan(expected))
+    assert bool(same.all()), (pairs[~same][:5], out[~same][:5], expected[~same][:5])
+
+
+# ----------------------------------------------------------------------------- segment reductions
+
+
+def ref_segment(reduce, x, offsets):
+    seglen = offsets[1:] - offsets[:-1]
+    dst = torch.repeat_interleave(torch.arange(seglen.numel()), seglen)
+    rows = torch.arange(int(offsets[0]), int(offsets[-1])) if offsets.numel() > 1 else torch.zeros(0, dtype=torch.long)
+    return ref_spmm("copy_lhs", reduce, rows, dst, seglen.numel(), x, None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_segment_reduce(dtype):
+    reduces = ("sum", "mean", "max", "min") if dtype == F32 else ("sum", "max")
+    cases = [[0], [0, 3], [0, 2, 2, 5, 6], [0, 0, 0, 7, 7], [1, 3, 3, 6], list(range(8))]
+    for reduce in reduces:
+        for offsets in cases:
+            offsets = torch.tensor(offsets, dtype=torch.int64)
+            x = rand((8, 2, 3), dtype, seed=len(offsets))
+            out, arg = K.segment_reduce(reduce, x.to(dtype), offsets)
+            expected = ref_segment(reduce, x, offsets)
+            assert out.dtype == dtype and out.shape == expected.shape
+            assert_close(out, expected, dtype)
+            if reduce in ("max", "min"):
+                empty = (offsets[1:] == offsets[:-1]).reshape(-1, 1, 1).expand(out.shape)
+                assert bool((arg[empty] == -1).all())
+                picked = torch.gather(x, 0, arg.clamp(min=0))
+                assert_close(torch.where(empty, 0.0, picked), expected, dtype)
+            else:
+                assert arg is None
+
+
+# ----------------------------------------------------------------------------- gSDDMM
+
+
+def ref_sddmm(op, src, dst, lhs, rhs, lt, rt):
+    pick = {"u": lambda t: t[src], "v": lambda t: t[dst], "e": lambda t: t}
+    a = pick[lt](lhs) if op != "copy_rhs" else None
+    b = pick[rt](rhs) if op != "copy_lhs" else None
+    if op == "copy_lhs":
+        return a
+    if op == "copy_rhs":
+        return b
+    a, b = pad(a, b)
+    if op == "dot":
+        return (a * b).sum(-1, keepdim=True)
+    return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b}[op]
+
+
+def run_sddmm(case, op, lshape, rshape, lt, rt, dtype, seed=0):
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc(case, shuffle=case == "power_law")
+    rows = {"u": n_src, "v": n_dst, "e": src.numel()}
+    lhs = rand((rows[lt],) + lshape, dtype, seed)
+    rhs = rand((rows[rt],) + rshape, dtype, seed + 1, positive=op == "div")
+    out = K.gsddmm(op, indptr, indices, eid, lhs.to(dtype), rhs.to(dtype), lt, rt)
+    expected = ref_sddmm(op, src, dst, lhs, rhs, lt, rt)
+    assert out.dtype == dtype and out.shape == expected.shape, (case, op, out.shape, expected.shape)
+    assert_close(out, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_sddmm_dot(dtype):
+    shapes = [((4, 16), (4, 16)), ((5,), (5,)), ((2, 1, 3), (1, 4, 3)), ((40,), (40,))]
+    for lshape, rshape in shapes:
+        for lt, rt in (("u", "v"), ("u", "e"), ("v", "u")):
+            for case in CASES:
+                run_sddmm(case, "dot", lshape, rshape, lt, rt, dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
+def test_sddmm_elementwise(dtype):
+    ops = BINARY + ("copy_lhs",) if dtype == F32 else ("mul", "sub")
+    for op in ops:
+        shapes = BCAST if op in ("mul", "sub") else BCAST[:2]
+        for lshape, rshape in shapes:
+            for lt, rt in (("u", "v"), ("e", "u"), ("v", "e")):
+                for case in CASES:
+                    run_sddmm(case, op, lshape, rshape if op != "copy_lhs" else lshape, lt, rt, dtype)
+
+
+def test_sddmm_dot_long_rows_fp32_accumulation():
+    """fp16 dot over D=4096 of ones: exact in fp32, beyond fp16's integer range of 2048 steps."""
+    src, dst, n, _ = torch.tensor([0, 1]), torch.tensor([1, 1]), 2, 2
+    indptr, indices, eid = Index.from_coo(src, dst, n, n).csc()
+    x = torch.ones(n, 4096, dtype=F16)
+    x[:, 3000:] = 0.5
+    out = K.gsddmm("dot", indptr, indices, eid, x, x)
+    assert out.tolist() == [[3000 + 1096 * 0.25]] * 2
+
+
+# ----------------------------------------------------------------------------- edge softmax
+
+
+def ref_edge_softmax(dst, n_dst, x):
+    flat = x.reshape(x.shape[0], math.prod(x.shape[1:]))
+    m = torch.full((n_dst, flat.shape[1]), -math.inf, dtype=F64)
+    m.scatter_reduce_(0, dst[:, None].expand_as(flat), flat, "amax")
+    ex = torch.exp(flat - m[dst])
+    z = torch.zeros(n_dst, flat.shape[1], dtype=F64).index_add_(0, dst, ex)
+    return (ex / z[dst]).reshape(x.shape)
+
+
+def ref_edge_softmax_backward(dst, n_dst, s, g):
+    flat = (s * g).reshape(s.shape[0], math.prod(s.shape[1:]))
+    acc = torch.zeros(n_dst, flat.shape[1], dtype=F64).index_add_(0, dst, flat)
+    return s * (g - acc[dst].reshape(s.shape))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_edge_softmax(dtype):
+    for shape in ((4,), (2, 1), ()):
+        for case in CASES:
+            src, dst, n_src, n_dst, (indptr, indices, eid) = csc(case, shuffle=case in ("random", "power_law"))
+            x = rand((src.numel(),) + shape, dtype, 0) * 8
+            s = K.edge_softmax_forward(indptr, eid, x.to(dtype))
+            expected = ref_edge_softmax(dst, n_dst, x)
+            assert s.dtype == dtype and s.shape == x.shape
+            assert_close(s, expected, dtype)
+            g = rand(x.shape, dtype, 1)
+            s_in = expected.to(dtype).to(F64)
+            grad = K.edge_softmax_backward(indptr, eid, s_in.to(dtype), g.to(dtype))
+            expected_grad = ref_edge_softmax_backward(dst, n_dst, s_in, g)
+            assert grad.dtype == dtype and grad.shape == x.shape
+            assert_close(grad, expected_grad, dtype)
+            # eid=None: edge data already in slot order (the contiguous, lane-vectorised path)
+            assert_close(K.edge_softmax_forward(indptr, None, x.to(dtype)[eid]), expected[eid], dtype)
+            grad_slots = K.edge_softmax_backward(indptr, None, s_in.to(dtype)[eid], g.to(dtype)[eid])
+            assert_close(grad_slots, expected_grad[eid], dtype)
+
+
+def test_edge_softmax_hub_and_extremes():
+    """100,000 in-edges on one node, large logits (no overflow), -inf logits (weight 0)."""
+    src, dst, N, _ = hub_graph()
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    x = rand((src.numel(), 4), F32, 5) * 50 + 60  # up to 110: exp would overflow fp32 without the max
+    x[::7, 1] = -math.inf
+    for dtype in (F32, BF16):
+        expected = ref_edge_softmax(dst, N, x.to(dtype).to(F64))
+        s = K.edge_softmax_forward(indptr, eid, x.to(dtype))
+        assert_close(s, expected, dtype)
+        assert bool((s[::7, 1] == 0).all())
+        # the hub row is longer than the exp scratch: exp is recomputed in the last pass
+        assert_close(K.edge_softmax_forward(indptr, None, x.to(dtype)[eid]), expected[eid], dtype)
+
+
+def test_exp_f32_accuracy():
+    """The kernels' vectorisable fp32 exp is within 2 ulp of exp over the range softmax uses."""
+    from numba import njit
+
+    from mpgraph.ops._cpu._core import exp_f32
+
+    @njit
+    def exp_all(x, out):
+        for i in range(x.size):
+            out[i] = exp_f32(x[i])
+
+    x = torch.cat([torch.linspace(-87.0, 0.5, 400_001), torch.tensor([-math.inf, -1e30, -88.0, 89.0, math.nan])])
+    out = torch.empty_like(x)
+    exp_all(x.numpy(), out.numpy())
+    exact = torch.exp(x[:-5].double())
+    ulp = torch.finfo(F32).eps * exact  # spacing near the value (upper bound)
+    assert float(((out[:-5].double() - exact).abs() / ulp).max()) <= 2.0
+    assert out[-5:-2].tolist() == [0.0, 0.0, 0.0] and out[-2] == math.inf and math.isnan(out[-1])
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def test_errors():
+    indptr, indices, eid = torch.tensor([0, 1]), torch.tensor([0]), torch.tensor([0])
+    x = torch.ones(1, 2)
+    with pytest.raises(ValueError, match="expected op"):
+        K.gspmm("pow", "sum", indptr, indices, eid, x, x)
+    with pytest.raises(ValueError, match="expected reduce"):
+        K.gspmm("copy_lhs", "prod", indptr, indices, eid, x, None)
+    with pytest.raises(TypeError, match="int64"):
+        K.gspmm("copy_lhs", "sum", indptr.int(), indices, eid, x, None)
+    with pytest.raises(TypeError, match="float"):
+        K.gspmm("copy_lhs", "sum", indptr, indices, eid, x.long(), None)
+    with pytest.raises(ValueError, match="broadcastable"):
+        K.gspmm("mul", "sum", indptr, indices, eid, torch.ones(1, 3), torch.ones(1, 2))
+    with pytest.raises(ValueError, match="last dimension"):
+        K.gsddmm("dot", indptr, indices, eid, torch.ones(1, 3), torch.ones(1, 2))
+    with pytest.raises(ValueError, match="lhs_target"):
+        K.gsddmm("mul", indptr, indices, eid, x, x, "w", "v")
+    with pytest.raises(ValueError, match="one per edge"):
+        K.edge_softmax_forward(indptr, eid, torch.ones(3, 2))
+    with pytest.raises(ValueError, match="offsets"):
+        K.segment_reduce("sum", x, torch.tensor([0, 5]))
+    with pytest.raises(ValueError, match="indptr"):
+        K.gsddmm("dot", torch.tensor([0, 2]), indices, eid, x, x)
+
+
+def test_inputs_that_require_grad():
+    """The raw kernels read tensors that require grad (inside autograd.Function.forward) without copies."""
+    indptr, indices, eid = torch.tensor([0, 1, 3]), torch.tensor([0, 1, 0]), torch.tensor([0, 1, 2])
+    x = torch.ones(2, 3, requires_grad=True)
+    w = torch.ones(3, 1, requires_grad=True)
+    out = K.gspmm("mul", "sum", indptr, indices, eid, x, w)[0]
+    assert out.tolist() == [[1.0] * 3, [2.0] * 3] and not out.requires_grad
+    assert K.gsddmm("dot", indptr, indices, eid, x, x).tolist() == [[3.0]] * 3
+    assert K.edge_softmax_forward(indptr, eid, w).tolist() == [[1.0], [0.5], [0.5]]
