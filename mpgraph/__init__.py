@@ -16,7 +16,8 @@ from .convert import (block_from_index, create_block, from_networkx, from_scipy,
 from .graph import DGLBlock, DGLGraph, Graph
 from .dataloading import to_block
 from .graph_io import load_graphs, save_graphs
-from .heterograph import HeteroGraph, edge_type_subgraph, node_type_subgraph, to_heterogeneous, to_homogeneous
+from .heterograph import (HeteroBlock, HeteroGraph, edge_type_subgraph, node_type_subgraph, to_heterogeneous,
+                          to_homogeneous)
 from .partition import metis_partition, metis_partition_assignment
 from .readout import (broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes, min_edges,
                       min_nodes, readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes,
@@ -40,7 +41,8 @@ __all__ = [
     "khop_in_subgraph", "khop_out_subgraph", "lap_pe", "laplacian_pe", "line_graph", "node_subgraph", "out_subgraph",
     "random_walk_pe", "remove_self_loop", "reorder_graph", "reverse", "to_bidirected", "to_simple",
     "batch", "unbatch", "slice_batch", "save_graphs", "load_graphs", "to_block", "metis_partition",
-    "metis_partition_assignment", "HeteroGraph", "edge_type_subgraph", "node_type_subgraph", "to_heterogeneous",
+    "metis_partition_assignment", "HeteroGraph", "HeteroBlock", "edge_type_subgraph", "node_type_subgraph",
+    "to_heterogeneous",
     "to_homogeneous",
     "readout_nodes",
     "readout_edges",

@@ -1,13 +1,14 @@
 r"""Graph files: :func:`save_graphs` and :func:`load_graphs` (DGL's API, mpgraph's own format).
 
-File format, version 1
-======================
+File format, versions 1 and 2
+=============================
 
 All integers are little-endian. A file is four parts, back to back::
 
     offset  size         field
     0       8            magic: the bytes 89 4D 50 47 52 41 50 48  (b"\x89MPGRAPH")
-    8       4            format version, uint32 (this module writes and reads 1)
+    8       4            format version, uint32 (this module reads 1 and 2; it writes 1
+                         unless the file holds a typed graph, which needs 2)
     12      8            header length H in bytes, uint64
     20      32           SHA-256 of the header bytes
     52      H            header: UTF-8 JSON object (below)
@@ -23,7 +24,7 @@ Header (JSON object)::
 
     {
       "format": "mpgraph.graphs",
-      "version": 1,
+      "version": 1 | 2,
       "byteorder": "little",
       "payload_size": P,
       "graphs": [graph, ...],                 # in the order given to save_graphs
@@ -41,6 +42,25 @@ Header (JSON object)::
       "edge_data": {name: tensor, ...},
       "batch_num_nodes": tensor | null,       # (B,) int64 when the graph is a batch
       "batch_num_edges": tensor | null
+    }
+
+    typed graph (version 2; a HeteroGraph or a typed block) = {
+      "kind": "hetero",
+      "is_block": bool,
+      "idtype": "int32" | "int64",
+      "node_types": [{                          # sorted by name, as HeteroGraph.ntypes
+          "ntype": str,
+          "num_nodes": [int] | [num_src, num_dst],     # one node set per type, two in a block
+          "node_data": [{name: tensor, ...}, ...],     # one mapping per node set
+          "batch_num_nodes": tensor | null             # (B,) int64 when the graph is a batch
+      }, ...],
+      "relations": [{                           # sorted, as HeteroGraph.canonical_etypes
+          "canonical_etype": [srctype, etype, dsttype],
+          "num_edges": int,
+          "src": tensor, "dst": tensor,          # (E,) COO endpoints in edge-ID order, in idtype
+          "edge_data": {name: tensor, ...},
+          "batch_num_edges": tensor | null
+      }, ...]
     }
 
     tensor = {
@@ -77,17 +97,20 @@ import tempfile
 
 import torch
 
-from ._index import Index
+from ._index import GraphLike, Index
 from .base import DGLError, DGLTypeError
 from .frame import Frame
 from .graph import Graph
+from .heterograph import HeteroBlock, HeteroGraph
 
 __all__ = ["save_graphs", "load_graphs", "MAGIC", "FORMAT_VERSION"]
 
 #: First 8 bytes of every mpgraph graph file.
 MAGIC = b"\x89MPGRAPH"
-#: Version of the format this module writes (and the newest it reads).
-FORMAT_VERSION = 1
+#: Newest version of the format this module reads and writes (2: typed graphs).
+FORMAT_VERSION = 2
+#: Version needed by files whose graphs all hold one relation (readable by older mpgraph).
+_BASE_VERSION = 1
 _PREFIX = struct.Struct("<8sIQ32s")   # magic, version, header length, header sha256
 _MAX_HEADER = 1 << 31
 
@@ -149,9 +172,39 @@ class _Writer:
         return {k: self.add(v, f"{what} {k!r}") for k, v in frame.items()}
 
 
+def _describe_typed(g, w, i):
+    """Header record of a HeteroGraph or typed block; tensors go to the payload in record order."""
+    what = f"graphs[{i}]"
+    batched = g._batch_num_nodes is not None
+    node_types = []
+    for nt in g.ntypes:
+        frames = [g.srcnodes[nt].data, g.dstnodes[nt].data] if g.is_block else [g.nodes[nt].data]
+        node_types.append({
+            "ntype": nt,
+            "num_nodes": [f.num_rows for f in frames],
+            "node_data": [w.add_frame(f, f"{what} {nt!r} node feature") for f in frames],
+            "batch_num_nodes": w.add(g._batch_num_nodes[nt], f"{what} batch_num_nodes[{nt!r}]") if batched else None,
+        })
+    relations = []
+    for cet in g.canonical_etypes:
+        index = g._indexes[cet]
+        relations.append({
+            "canonical_etype": list(cet),
+            "num_edges": index.num_edges,
+            "src": w.add(index.src, f"{what} {cet} src"),
+            "dst": w.add(index.dst, f"{what} {cet} dst"),
+            "edge_data": w.add_frame(g.edges[cet].data, f"{what} {cet} edge feature"),
+            "batch_num_edges": w.add(g._batch_num_edges[cet], f"{what} batch_num_edges[{cet}]") if batched else None,
+        })
+    return {"kind": "hetero", "is_block": g.is_block, "idtype": _DTYPE_NAMES[g.idtype], "node_types": node_types,
+            "relations": relations}
+
+
 def _describe_graph(g, w, i):
+    if isinstance(g, HeteroGraph):
+        return _describe_typed(g, w, i)
     if not isinstance(g, Graph):
-        raise DGLTypeError(f"expected graphs[{i}] to be an mpgraph Graph, got {type(g).__name__}")
+        raise DGLTypeError(f"expected graphs[{i}] to be an mpgraph Graph or HeteroGraph, got {type(g).__name__}")
     index = g._index
     srctype, etype, dsttype = g.canonical_etypes[0]
     has_batch = g._batch_num_nodes is not None
@@ -183,12 +236,15 @@ def save_graphs(filename, g_list, labels=None, formats=None):
     header plus raw little-endian tensor bytes, so every dtype (including
     float16, bfloat16 and float8) round-trips bit for bit. The write is atomic:
     a crash or error never leaves a half-written file at ``filename``.
+    Heterographs (node types, relations, per-type features, batch counts per
+    type) and typed blocks are saved too, in any mix with one-relation graphs;
+    such a file is format version 2, other files version 1.
 
     Parameters
     ----------
     filename : str or os.PathLike
         Destination path; its directory must exist. An existing file is replaced.
-    g_list : Graph or list of Graph
+    g_list : Graph, HeteroGraph or list of them
         Graphs to save (any device; they are read back on the CPU).
     labels : dict of str to Tensor, optional
         Extra tensors saved with the graphs (e.g. graph labels). Default: ``None``.
@@ -213,8 +269,14 @@ def save_graphs(filename, g_list, labels=None, formats=None):
     >>> gs, labels = load_graphs(path)
     >>> gs[0].edges(), gs[0].ndata['h'].dtype, labels['y']
     ((tensor([0, 1]), tensor([1, 2])), torch.bfloat16, tensor([1]))
+    >>> hg = dgl.heterograph({('user', 'plays', 'game'): ([0, 1], [1, 1]), ('game', 'rev', 'user'): ([1], [0])})
+    >>> hg.nodes['game'].data['x'] = torch.tensor([0.5, 1.5], dtype=torch.float16)
+    >>> save_graphs(path, [g, hg])
+    >>> gs, _ = load_graphs(path)
+    >>> gs[1].canonical_etypes, gs[1].nodes['game'].data['x']
+    ([('game', 'rev', 'user'), ('user', 'plays', 'game')], tensor([0.5000, 1.5000], dtype=torch.float16))
     """
-    graphs = [g_list] if isinstance(g_list, Graph) else g_list
+    graphs = [g_list] if isinstance(g_list, GraphLike) else g_list
     try:
         graphs = list(graphs)
     except TypeError as err:
@@ -228,16 +290,18 @@ def save_graphs(filename, g_list, labels=None, formats=None):
         if not isinstance(k, str):
             raise DGLTypeError(f"expected str label names, got {type(k).__name__} {k!r}")
     w = _Writer()
+    records = [_describe_graph(g, w, i) for i, g in enumerate(graphs)]
+    version = FORMAT_VERSION if any("kind" in r for r in records) else _BASE_VERSION
     header = {
         "format": "mpgraph.graphs",
-        "version": FORMAT_VERSION,
+        "version": version,
         "byteorder": "little",
-        "graphs": [_describe_graph(g, w, i) for i, g in enumerate(graphs)],
+        "graphs": records,
         "labels": {k: w.add(v, f"label {k!r}") for k, v in labels.items()},
     }
     header["payload_size"] = w.size
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("utf-8")
-    prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head), hashlib.sha256(head).digest())
+    prefix = _PREFIX.pack(MAGIC, version, len(head), hashlib.sha256(head).digest())
     _atomic_write(os.fspath(filename), [prefix, head] + w.chunks)
 
 
@@ -370,12 +434,91 @@ def _read_header(f, path, size):
     return header, _PREFIX.size + head_len
 
 
-def _load_graph(r, meta, i):
+def _fields(r, meta, keys, what):
+    if not isinstance(meta, dict) or set(meta) != keys:
+        r.fail(f"expected {what} with fields {sorted(keys)}, got {sorted(meta) if isinstance(meta, dict) else meta!r}")
+
+
+def _load_typed(r, meta, i):
+    what = f"graphs[{i}]"
+    _fields(r, meta, {"kind", "is_block", "idtype", "node_types", "relations"}, what)
+    idtype = {"int32": torch.int32, "int64": torch.int64}.get(meta["idtype"])
+    is_block = meta["is_block"]
+    if idtype is None or not isinstance(is_block, bool):
+        r.fail(f"expected {what} idtype int32/int64 and a bool is_block, got {meta['idtype']!r}, {is_block!r}")
+    sets = 2 if is_block else 1
+    if not isinstance(meta["node_types"], list) or not isinstance(meta["relations"], list):
+        r.fail(f"expected {what} node_types and relations as lists")
+    counts, frames, batch_nodes = {}, {}, {}
+    for k, nmeta in enumerate(meta["node_types"]):
+        nwhat = f"{what} node_types[{k}]"
+        _fields(r, nmeta, {"ntype", "num_nodes", "node_data", "batch_num_nodes"}, nwhat)
+        nt, num = nmeta["ntype"], nmeta["num_nodes"]
+        if not isinstance(nt, str) or nt in counts:
+            r.fail(f"expected {nwhat} ntype to be a new str, got {nt!r}")
+        if not (isinstance(num, list) and len(num) == sets and all(_is_count(n) for n in num)):
+            r.fail(f"expected {nwhat} num_nodes as a list of {sets} non-negative ints, got {num!r}")
+        refs = nmeta["node_data"]
+        if not isinstance(refs, list) or len(refs) != sets:
+            r.fail(f"expected {nwhat} node_data with {sets} node set(s)")
+        counts[nt] = num
+        frames[nt] = [r.frame(ref, n, "node", f"{what} {nt!r} node feature") for ref, n in zip(refs, num)]
+        if nmeta["batch_num_nodes"] is not None:
+            batch_nodes[nt] = r.tensor(nmeta["batch_num_nodes"], f"{what} batch_num_nodes[{nt!r}]")
+    indexes, edge_frames, batch_edges = {}, {}, {}
+    for k, rmeta in enumerate(meta["relations"]):
+        rwhat = f"{what} relations[{k}]"
+        _fields(r, rmeta, {"canonical_etype", "num_edges", "src", "dst", "edge_data", "batch_num_edges"}, rwhat)
+        cet = rmeta["canonical_etype"]
+        if not (isinstance(cet, list) and len(cet) == 3 and all(isinstance(x, str) for x in cet)):
+            r.fail(f"expected {rwhat} canonical_etype of 3 str, got {cet!r}")
+        cet = tuple(cet)
+        E = rmeta["num_edges"]
+        if cet in indexes or cet[0] not in counts or cet[2] not in counts or not _is_count(E):
+            r.fail(f"expected {rwhat} to be a new relation between saved node types with a non-negative edge "
+                   f"count, got {cet!r} with {E!r} edges")
+        ns, nd = counts[cet[0]][0], counts[cet[2]][-1]
+        src = r.tensor(rmeta["src"], f"{rwhat} src")
+        dst = r.tensor(rmeta["dst"], f"{rwhat} dst")
+        for name, t, n in (("src", src, ns), ("dst", dst, nd)):
+            if t.dtype != idtype or tuple(t.shape) != (E,):
+                r.fail(f"expected {rwhat} {name} of shape ({E},) and dtype {idtype}, got {tuple(t.shape)} {t.dtype}")
+            if E and (int(t.min()) < 0 or int(t.max()) >= n):
+                r.fail(f"expected {rwhat} {name} node IDs in [0, {n}), got [{int(t.min())}, {int(t.max())}]")
+        indexes[cet] = Index.from_coo(src, dst, ns, nd)
+        edge_frames[cet] = r.frame(rmeta["edge_data"], E, "edge", f"{what} {cet} edge feature")
+        if rmeta["batch_num_edges"] is not None:
+            batch_edges[cet] = r.tensor(rmeta["batch_num_edges"], f"{what} batch_num_edges[{cet}]")
+    try:
+        if is_block:
+            if batch_nodes or batch_edges:
+                r.fail(f"expected no batch counts in {what}, a typed block")
+            return HeteroBlock(indexes, {nt: c[0] for nt, c in counts.items()}, {nt: c[1] for nt, c in counts.items()},
+                               {nt: f[0] for nt, f in frames.items()}, {nt: f[1] for nt, f in frames.items()},
+                               edge_frames, idtype, "cpu")
+        g = HeteroGraph(indexes, {nt: c[0] for nt, c in counts.items()}, {nt: f[0] for nt, f in frames.items()},
+                        edge_frames, idtype, "cpu")
+        if batch_nodes or batch_edges:
+            if set(batch_nodes) != set(counts) or set(batch_edges) != set(indexes):
+                r.fail(f"expected {what} batch counts for every node type and relation, or for none")
+            g.set_batch_num_nodes(batch_nodes)
+            g.set_batch_num_edges(batch_edges)
+    except DGLError as err:
+        if "is not a valid mpgraph graph file" in str(err):
+            raise
+        r.fail(f"inconsistent {what}: {err}")
+    return g
+
+
+def _load_graph(r, meta, i, version):
+    if isinstance(meta, dict) and "kind" in meta:
+        if version < 2 or meta["kind"] != "hetero":
+            r.fail(f"expected graphs[{i}] of a known kind for format version {version}, got kind {meta['kind']!r}")
+        return _load_typed(r, meta, i)
     what = f"graphs[{i}]"
     keys = {"canonical_etype", "is_block", "idtype", "num_src_nodes", "num_dst_nodes", "num_edges", "bipartite",
             "src", "dst", "node_data", "edge_data", "batch_num_nodes", "batch_num_edges"}
-    if not isinstance(meta, dict) or set(meta) != keys:
-        r.fail(f"expected {what} with fields {sorted(keys)}, got {sorted(meta) if isinstance(meta, dict) else meta!r}")
+    _fields(r, meta, keys, what)
     cet = meta["canonical_etype"]
     if not (isinstance(cet, list) and len(cet) == 3 and all(isinstance(x, str) for x in cet)):
         r.fail(f"expected {what} canonical_etype of 3 str, got {cet!r}")
@@ -439,9 +582,9 @@ def load_graphs(filename, idx_list=None):
 
     Returns
     -------
-    graphs : list of Graph
-        On the CPU, with the saved idtype, relation type, features and batch
-        information.
+    graphs : list of Graph or HeteroGraph
+        On the CPU, with the saved idtype, node and edge types, features and
+        batch information (HeteroGraphs and typed blocks come back as such).
     labels : dict of str to Tensor
         All saved labels (whatever ``idx_list``); ``{}`` when none were saved.
 
@@ -483,6 +626,6 @@ def load_graphs(filename, idx_list=None):
             bad = [i for i in idx if not 0 <= i < n]
             if bad:
                 raise DGLError(f"expected graph indices in [0, {n}) ({path!r} holds {n} graphs), got {bad}")
-        graphs = [_load_graph(r, metas[i], i) for i in idx]
+        graphs = [_load_graph(r, metas[i], i, header["version"]) for i in idx]
         labels = {k: r.tensor(ref, f"label {k!r}") for k, ref in header["labels"].items()}
     return graphs, labels

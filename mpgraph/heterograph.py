@@ -20,6 +20,11 @@ accuracy promise of a single ``update_all`` holds across relations.
 
 Conversions: :func:`to_homogeneous` / :func:`to_heterogeneous`,
 :func:`node_type_subgraph`, :func:`edge_type_subgraph`.
+
+:class:`HeteroBlock` is the typed block (message-flow graph) that
+:func:`mpgraph.dataloading.to_block` and the neighbour samplers build from a
+HeteroGraph: separate source and destination node sets per type, relation
+slices that are one-relation blocks.
 """
 
 import contextlib
@@ -35,8 +40,8 @@ from .graph import Graph, _SubsetData, _Space
 from .precision import accum_dtype, autocast_cast, autocast_disabled, autocast_dtype, result_dtype
 from .udf import NodeBatch, check_udf_output
 
-__all__ = ["HeteroGraph", "to_homogeneous", "to_heterogeneous", "node_type_subgraph", "edge_type_subgraph",
-           "batch_hetero", "unbatch_hetero", "CROSS_REDUCERS"]
+__all__ = ["HeteroGraph", "HeteroBlock", "to_homogeneous", "to_heterogeneous", "node_type_subgraph",
+           "edge_type_subgraph", "batch_hetero", "unbatch_hetero", "CROSS_REDUCERS"]
 
 #: Names of the built-in cross-type reducers of :meth:`HeteroGraph.multi_update_all`.
 CROSS_REDUCERS = ("sum", "min", "max", "mean", "stack")
@@ -116,47 +121,11 @@ class HeteroGraph(GraphLike):
     def __init__(self, indexes, num_nodes_dict, node_frames=None, edge_frames=None, idtype=None, device=None):
         if not isinstance(indexes, dict) or not isinstance(num_nodes_dict, dict):
             raise DGLTypeError("expected dicts {canonical_etype: Index} and {ntype: int}; use mpgraph.heterograph")
-        self._ntypes = sorted(num_nodes_dict)
-        if not self._ntypes:
-            raise DGLError("expected at least one node type, got none")
-        self._cetypes = sorted(indexes)
-        idtypes = {ix.idtype for ix in indexes.values()}
-        devices = {ix.device for ix in indexes.values()}
-        if len(idtypes) > 1:
-            raise DGLError(f"expected every relation to have the same ID type, got {sorted(map(str, idtypes))}; "
-                           "pass idtype= to mpgraph.heterograph")
-        if len(devices) > 1:
-            raise DGLError(f"expected every relation on one device, got {sorted(map(str, devices))}")
-        self._idtype = idtypes.pop() if idtypes else (idtype or torch.int64)
-        self._device = devices.pop() if devices else torch.device(device or "cpu")
         counts = {nt: int(n) for nt, n in num_nodes_dict.items()}
-        for cet in self._cetypes:
-            if not _is_canonical(cet):
-                raise DGLError(f"expected canonical edge types (srctype, etype, dsttype) of str, got {cet!r}")
-            s, _, d = cet
-            for t in (s, d):
-                if t not in counts:
-                    raise DGLError(f"relation {cet} uses node type {t!r}, which is not among the node types "
-                                   f"{self._ntypes}")
-            ix = indexes[cet]
-            if not isinstance(ix, Index):
-                raise DGLTypeError(f"expected an Index for relation {cet}, got {type(ix).__name__}")
-            if ix.num_src != counts[s] or ix.num_dst != counts[d]:
-                raise DGLError(f"relation {cet} has {ix.num_src} x {ix.num_dst} nodes, expected "
-                               f"{counts[s]} {s!r} x {counts[d]} {d!r} nodes")
+        self._init_relations(indexes, counts, counts, edge_frames, idtype, device)
         node_frames = node_frames or {}
-        edge_frames = edge_frames or {}
-        self._indexes = dict(indexes)
         self._node_frames = {nt: _retyped(node_frames.get(nt), counts[nt], self._device, _node_kind(nt))
                              for nt in self._ntypes}
-        self._edge_frames = {cet: _retyped(edge_frames.get(cet), self._indexes[cet].num_edges, self._device,
-                                           _edge_kind(cet)) for cet in self._cetypes}
-        self._etype2canonical = {}
-        for cet in self._cetypes:
-            name = cet[1]
-            self._etype2canonical[name] = None if name in self._etype2canonical else cet
-        self._batch_num_nodes = None       # {ntype: (B,) int64} when batched
-        self._batch_num_edges = None       # {canonical etype: (B,) int64} when batched
         has_in = {d for _, _, d in self._cetypes}
         has_out = {s for s, _, _ in self._cetypes}
         self._unibipartite = len(self._ntypes) > 1 and not (has_in & has_out)
@@ -165,6 +134,58 @@ class HeteroGraph(GraphLike):
             self._dsttypes = [t for t in self._ntypes if t in has_in]
         else:
             self._srctypes = self._dsttypes = list(self._ntypes)
+
+    def _init_relations(self, indexes, src_counts, dst_counts, edge_frames, idtype, device):
+        """Validate and store the relations: types, ID type, device, indexes and edge frames.
+
+        ``src_counts``/``dst_counts`` give the node count of every type as a
+        source and as a destination (the same dict for a graph, two for a block).
+        """
+        self._ntypes = sorted(src_counts)
+        if not self._ntypes:
+            raise DGLError("expected at least one node type, got none")
+        self._cetypes = sorted(indexes)
+        idtypes = {ix.idtype for ix in indexes.values() if isinstance(ix, Index)}
+        devices = {ix.device for ix in indexes.values() if isinstance(ix, Index)}
+        if len(idtypes) > 1:
+            raise DGLError(f"expected every relation to have the same ID type, got {sorted(map(str, idtypes))}; "
+                           "pass idtype= to mpgraph.heterograph")
+        if len(devices) > 1:
+            raise DGLError(f"expected every relation on one device, got {sorted(map(str, devices))}")
+        self._idtype = idtypes.pop() if idtypes else (idtype or torch.int64)
+        self._device = devices.pop() if devices else torch.device(device or "cpu")
+        for cet in self._cetypes:
+            if not _is_canonical(cet):
+                raise DGLError(f"expected canonical edge types (srctype, etype, dsttype) of str, got {cet!r}")
+            s, _, d = cet
+            for t in (s, d):
+                if t not in src_counts:
+                    raise DGLError(f"relation {cet} uses node type {t!r}, which is not among the node types "
+                                   f"{self._ntypes}")
+            ix = indexes[cet]
+            if not isinstance(ix, Index):
+                raise DGLTypeError(f"expected an Index for relation {cet}, got {type(ix).__name__}")
+            if ix.num_src != src_counts[s] or ix.num_dst != dst_counts[d]:
+                raise DGLError(f"relation {cet} has {ix.num_src} x {ix.num_dst} nodes, expected "
+                               f"{src_counts[s]} {s!r} x {dst_counts[d]} {d!r} nodes")
+        edge_frames = edge_frames or {}
+        self._indexes = dict(indexes)
+        self._edge_frames = {cet: _retyped(edge_frames.get(cet), self._indexes[cet].num_edges, self._device,
+                                           _edge_kind(cet)) for cet in self._cetypes}
+        self._etype2canonical = {}
+        for cet in self._cetypes:
+            name = cet[1]
+            self._etype2canonical[name] = None if name in self._etype2canonical else cet
+        self._batch_num_nodes = None       # {ntype: (B,) int64} when batched
+        self._batch_num_edges = None       # {canonical etype: (B,) int64} when batched
+
+    def _frames_of(self, side):
+        """``{ntype: Frame}`` of the node set ``side`` (``'src'``, ``'dst'`` or None: all nodes).
+
+        A graph has one node set per type, so every side is the same mapping;
+        a :class:`HeteroBlock` has separate source and destination sets.
+        """
+        return self._node_frames
 
     # ------------------------------------------------------------------
     # types
@@ -207,7 +228,7 @@ class HeteroGraph(GraphLike):
 
     @property
     def is_block(self):
-        """Always False (typed blocks are built by the samplers)."""
+        """False for a graph (typed blocks, :class:`HeteroBlock`, are built by the samplers)."""
         return False
 
     @property
@@ -238,7 +259,7 @@ class HeteroGraph(GraphLike):
             raise DGLError(f"this graph has node types {self._ntypes}; name one with ntype=")
         if not isinstance(ntype, str):
             raise DGLTypeError(f"expected a node type name (str), got {type(ntype).__name__} {ntype!r}")
-        if ntype not in self._node_frames:
+        if ntype not in self._ntypes:
             raise self._ntype_error(ntype)
         return ntype
 
@@ -527,10 +548,10 @@ class HeteroGraph(GraphLike):
     # ------------------------------------------------------------------
     # feature views
     # ------------------------------------------------------------------
-    def _node_data(self, types):
+    def _node_data(self, types, side=None):
         if len(types) == 1:
-            return self._node_frames[types[0]]
-        return _TypedData(self, "node", types)
+            return self._frames_of(side)[types[0]]
+        return _TypedData(self, "node", types, side)
 
     @property
     def ndata(self):
@@ -540,12 +561,12 @@ class HeteroGraph(GraphLike):
     @property
     def srcdata(self):
         """Features of the source node types (see :attr:`srctypes`)."""
-        return self._node_data(self._srctypes)
+        return self._node_data(self._srctypes, "src")
 
     @property
     def dstdata(self):
         """Features of the destination node types (see :attr:`dsttypes`)."""
-        return self._node_data(self._dsttypes)
+        return self._node_data(self._dsttypes, "dst")
 
     @property
     def edata(self):
@@ -561,7 +582,7 @@ class HeteroGraph(GraphLike):
 
     def node_attr_schemes(self, ntype=None):
         """``{name: (shape, dtype)}`` of the features of node type ``ntype``."""
-        return {k: (tuple(v.shape[1:]), v.dtype) for k, v in self._node_frames[self._ntype(ntype)].items()}
+        return {k: (tuple(v.shape[1:]), v.dtype) for k, v in self._frames_of("dst")[self._ntype(ntype)].items()}
 
     def edge_attr_schemes(self, etype=None):
         """``{name: (shape, dtype)}`` of the features of relation ``etype``."""
@@ -583,8 +604,11 @@ class HeteroGraph(GraphLike):
     # message passing
     # ------------------------------------------------------------------
     def apply_nodes(self, func, v=ALL, ntype=None):
-        """Update features of nodes ``v`` of type ``ntype`` with ``func(NodeBatch) -> dict``."""
-        frame = self._node_frames[self._ntype(ntype)]
+        """Update features of nodes ``v`` of type ``ntype`` with ``func(NodeBatch) -> dict``.
+
+        On a block the destination nodes of ``ntype`` are updated.
+        """
+        frame = self._frames_of("dst")[self._ntype(ntype)]
         if is_all(v):
             nodes = torch.arange(frame.num_rows, device=self.device, dtype=self.idtype)
             res = check_udf_output(func(NodeBatch(frame, nodes, all_nodes=True)), frame.num_rows, "apply")
@@ -597,7 +621,7 @@ class HeteroGraph(GraphLike):
 
     def filter_nodes(self, predicate, nodes=ALL, ntype=None):
         """IDs of the nodes of type ``ntype`` (among ``nodes``) for which ``predicate`` is True."""
-        frame = self._node_frames[self._ntype(ntype)]
+        frame = self._frames_of("dst")[self._ntype(ntype)]
         if is_all(nodes):
             v_t = torch.arange(frame.num_rows, device=self.device)
             batch = NodeBatch(frame, v_t.to(self.idtype), all_nodes=True)
@@ -689,7 +713,7 @@ class HeteroGraph(GraphLike):
                     acc, dtype = _reduce_accumulated(sl._index, frames, msg, op)
                 results.setdefault(cet[2], {}).setdefault(red.out_field, []).append((acc, dtype, deg, red.reduce_op))
         for ntype, outs in results.items():
-            frame = self._node_frames[ntype]
+            frame = self._frames_of("dst")[ntype]
             written = {}
             for name, parts in outs.items():
                 written[name] = _combine_all_edges(parts)
@@ -788,7 +812,7 @@ class HeteroGraph(GraphLike):
                     raise DGLError(f"relations into node type {ntype!r} produce different features: "
                                    f"{items[0][1]} gives {sorted(names)}, {cet} gives {sorted(out)}; "
                                    "name the outputs alike")
-            frame = self._node_frames[ntype]
+            frame = self._frames_of("dst")[ntype]
             merged = {name: _cross_reduce([(cet, out[name]) for _, cet, out in items], cross_reducer, ntype, name)
                       for name in sorted(names)}
             for name, val in merged.items():
@@ -965,16 +989,225 @@ class HeteroGraph(GraphLike):
         return f"Graph(num_nodes={nodes},\n      num_edges={edges},\n      metagraph={meta})"
 
 
+# ----------------------------------------------------------------------------- typed blocks
+
+class HeteroBlock(HeteroGraph):
+    """A typed block (message-flow graph): per node type, separate source and destination node sets.
+
+    This is what :func:`mpgraph.dataloading.to_block` and the neighbour
+    samplers return for a :class:`HeteroGraph` (DGL's heterogeneous
+    ``DGLBlock``). Every node type of the sampled graph is both a source and a
+    destination type (possibly with no nodes on a side); relation
+    ``(srctype, etype, dsttype)`` runs from the *source* nodes of ``srctype``
+    to the *destination* nodes of ``dsttype``. Features live per side:
+    ``block.srcdata``/``block.dstdata`` (``{ntype: tensor}``-valued with
+    several types), ``block.srcnodes[ntype].data``,
+    ``block.dstnodes[ntype].data``; the samplers store the IDs in the sampled
+    graph as ``srcdata[dgl.NID]``, ``dstdata[dgl.NID]`` and ``edata[dgl.EID]``.
+    ``block[etype]`` is the relation's one-relation block
+    (:class:`~mpgraph.graph.Graph` with ``is_block``) sharing these features,
+    so every layer that runs on a homogeneous block runs on a relation, and
+    :class:`~mpgraph.nn.HeteroGraphConv` runs on the typed block. Message
+    passing writes destination features.
+
+    Parameters
+    ----------
+    indexes : dict
+        ``{(srctype, etype, dsttype): Index}`` with ``num_src`` source nodes of
+        ``srctype`` and ``num_dst`` destination nodes of ``dsttype``.
+    num_src_nodes, num_dst_nodes : dict
+        ``{ntype: int}``; a type missing from one dict has no nodes on that side.
+    src_frames, dst_frames : dict, optional
+        ``{ntype: Frame}`` per side; empty frames by default.
+    edge_frames : dict, optional
+        ``{(srctype, etype, dsttype): Frame}``.
+    idtype, device : optional
+        Used when there are no relations.
+
+    Raises
+    ------
+    DGLError
+        Counts that disagree with the indexes, unknown node types, mixed ID types or devices.
+
+    Examples
+    --------
+    >>> import torch, mpgraph as dgl
+    >>> from mpgraph.dataloading import to_block
+    >>> g = dgl.heterograph({('user', 'follows', 'user'): ([0, 1], [1, 2]),
+    ...                      ('user', 'plays', 'game'): ([0, 2], [1, 1])})
+    >>> block = to_block(g, {'user': torch.tensor([2, 1]), 'game': torch.tensor([1])})
+    >>> block.is_block, block.num_src_nodes('user'), block.num_dst_nodes('game')
+    (True, 3, 1)
+    >>> block.srcdata[dgl.NID]['user'], block.edata[dgl.EID][('user', 'plays', 'game')]
+    (tensor([2, 1, 0]), tensor([0, 1]))
+    """
+
+    def __init__(self, indexes, num_src_nodes, num_dst_nodes, src_frames=None, dst_frames=None, edge_frames=None,
+                 idtype=None, device=None):
+        if not (isinstance(indexes, dict) and isinstance(num_src_nodes, dict) and isinstance(num_dst_nodes, dict)):
+            raise DGLTypeError("expected dicts {canonical_etype: Index}, {ntype: int} and {ntype: int}; build "
+                               "typed blocks with mpgraph.dataloading.to_block")
+        types = set(num_src_nodes) | set(num_dst_nodes)
+        src_counts = {nt: int(num_src_nodes.get(nt, 0)) for nt in types}
+        dst_counts = {nt: int(num_dst_nodes.get(nt, 0)) for nt in types}
+        self._init_relations(indexes, src_counts, dst_counts, edge_frames, idtype, device)
+        src_frames = src_frames or {}
+        dst_frames = dst_frames or {}
+        self._node_frames = None
+        self._src_frames = {nt: _retyped(src_frames.get(nt), src_counts[nt], self._device, _node_kind(nt))
+                            for nt in self._ntypes}
+        self._dst_frames = {nt: _retyped(dst_frames.get(nt), dst_counts[nt], self._device, _node_kind(nt))
+                            for nt in self._ntypes}
+        self._unibipartite = True
+        self._srctypes = self._dsttypes = list(self._ntypes)
+
+    def _frames_of(self, side):
+        if side == "src":
+            return self._src_frames
+        if side == "dst":
+            return self._dst_frames
+        raise DGLError("a block has separate source and destination nodes of every type; use srcdata/dstdata, "
+                       "srcnodes/dstnodes or num_src_nodes/num_dst_nodes")
+
+    def _slice(self, cet):
+        s, _, d = cet
+        return Graph(self._indexes[cet], cet, True, [self._src_frames[s], self._dst_frames[d]],
+                     self._edge_frames[cet])
+
+    @property
+    def is_block(self):
+        """Always True."""
+        return True
+
+    @property
+    def ndata(self):
+        """Not defined on a block: use :attr:`srcdata` or :attr:`dstdata`."""
+        return self._frames_of(None)
+
+    def num_nodes(self, ntype=None):
+        """All source plus destination nodes; with ``ntype``, an error (use num_src_nodes/num_dst_nodes)."""
+        if ntype is None:
+            return self.num_src_nodes() + self.num_dst_nodes()
+        nt = self._ntype(ntype)
+        raise DGLError(f"a block has separate source and destination nodes of type {nt!r}; use "
+                       f"num_src_nodes({nt!r}) or num_dst_nodes({nt!r})")
+
+    def num_src_nodes(self, ntype=None):
+        """Number of source nodes of ``ntype`` (of all types together when omitted)."""
+        if ntype is None:
+            return sum(f.num_rows for f in self._src_frames.values())
+        return self._src_frames[self._ntype(ntype)].num_rows
+
+    def num_dst_nodes(self, ntype=None):
+        """Number of destination nodes of ``ntype`` (of all types together when omitted)."""
+        if ntype is None:
+            return sum(f.num_rows for f in self._dst_frames.values())
+        return self._dst_frames[self._ntype(ntype)].num_rows
+
+    def _shallow(self, indexes=None, src_frames=None, dst_frames=None, edge_frames=None):
+        indexes = self._indexes if indexes is None else indexes
+        sf = {k: f.clone() for k, f in self._src_frames.items()} if src_frames is None else src_frames
+        df = {k: f.clone() for k, f in self._dst_frames.items()} if dst_frames is None else dst_frames
+        ef = {k: f.clone() for k, f in self._edge_frames.items()} if edge_frames is None else edge_frames
+        idtype = next(iter(indexes.values())).idtype if indexes else self._idtype
+        return HeteroBlock(indexes, {nt: f.num_rows for nt, f in self._src_frames.items()},
+                           {nt: f.num_rows for nt, f in self._dst_frames.items()}, sf, df, ef, idtype, self._device)
+
+    def to(self, device, **kwargs):
+        """Copy of the block (structure and features) on ``device``."""
+        device = torch.device(device)
+        if device == self.device:
+            return self
+        return HeteroBlock({k: ix.to(device) for k, ix in self._indexes.items()},
+                           {nt: f.num_rows for nt, f in self._src_frames.items()},
+                           {nt: f.num_rows for nt, f in self._dst_frames.items()},
+                           {k: f.to(device, **kwargs) for k, f in self._src_frames.items()},
+                           {k: f.to(device, **kwargs) for k, f in self._dst_frames.items()},
+                           {k: f.to(device, **kwargs) for k, f in self._edge_frames.items()},
+                           self._idtype, device)
+
+    def astype(self, idtype):
+        """Copy with node/edge IDs of type ``idtype`` (int32 or int64)."""
+        if idtype not in (torch.int32, torch.int64):
+            raise DGLError(f"expected idtype torch.int32 or torch.int64, got {idtype}")
+        g = self._shallow({k: ix.astype(idtype) for k, ix in self._indexes.items()})
+        g._idtype = idtype
+        return g
+
+    def _astype_float(self, dtype):
+        return self._shallow(src_frames={k: f.astype_float(dtype) for k, f in self._src_frames.items()},
+                             dst_frames={k: f.astype_float(dtype) for k, f in self._dst_frames.items()},
+                             edge_frames={k: f.astype_float(dtype) for k, f in self._edge_frames.items()})
+
+    @contextlib.contextmanager
+    def local_scope(self):
+        """Context in which feature changes (either side, every type) are undone on exit."""
+        saved = self._src_frames, self._dst_frames, self._edge_frames
+        self._src_frames = {k: f.clone() for k, f in saved[0].items()}
+        self._dst_frames = {k: f.clone() for k, f in saved[1].items()}
+        self._edge_frames = {k: f.clone() for k, f in saved[2].items()}
+        try:
+            yield
+        finally:
+            self._src_frames, self._dst_frames, self._edge_frames = saved
+
+    def set_n_initializer(self, initializer, field=None, ntype=None):
+        """Set the initializer of node features (both sides; of ``ntype``, or every type)."""
+        types = self._ntypes if ntype is None else [self._ntype(ntype)]
+        for t in types:
+            self._src_frames[t].set_initializer(initializer)
+            self._dst_frames[t].set_initializer(initializer)
+
+    def _immutable(self, what):
+        return DGLError(f"{what} is not supported on a block (its node sets are fixed by sampling); change the "
+                        "graph, then sample blocks from it")
+
+    def add_nodes(self, num, data=None, ntype=None):
+        raise self._immutable("add_nodes")
+
+    def add_edges(self, u, v, data=None, etype=None):
+        raise self._immutable("add_edges")
+
+    def remove_edges(self, eids, etype=None, store_ids=False):
+        raise self._immutable("remove_edges")
+
+    def remove_nodes(self, nids, ntype=None, store_ids=False):
+        raise self._immutable("remove_nodes")
+
+    def batch_num_nodes(self, ntype=None):
+        raise DGLError("a block carries no batch information; batch the graphs before sampling blocks")
+
+    def batch_num_edges(self, etype=None):
+        raise DGLError("a block carries no batch information; batch the graphs before sampling blocks")
+
+    def set_batch_num_nodes(self, val):
+        raise self._immutable("set_batch_num_nodes")
+
+    def set_batch_num_edges(self, val):
+        raise self._immutable("set_batch_num_edges")
+
+    def __repr__(self):
+        src = {nt: f.num_rows for nt, f in self._src_frames.items()}
+        dst = {nt: f.num_rows for nt, f in self._dst_frames.items()}
+        edges = {cet: self._indexes[cet].num_edges for cet in self._cetypes}
+        meta = [(s, d, e) for s, e, d in self._cetypes]
+        return (f"Block(num_src_nodes={src},\n      num_dst_nodes={dst},\n      num_edges={edges},\n"
+                f"      metagraph={meta})")
+
+
 # ----------------------------------------------------------------------------- typed feature views
 
 class _TypedData:
     """``g.ndata`` / ``g.edata`` of a graph with several types: ``g.ndata['h']`` is ``{type: tensor}``."""
 
-    def __init__(self, graph, kind, types):
-        self._g, self._kind, self._types = graph, kind, list(types)
+    def __init__(self, graph, kind, types, side=None):
+        self._g, self._kind, self._types, self._side = graph, kind, list(types), side
+
+    def _store(self):
+        return self._g._frames_of(self._side) if self._kind == "node" else self._g._edge_frames
 
     def _frames(self):
-        src = self._g._node_frames if self._kind == "node" else self._g._edge_frames
+        src = self._store()
         return [(t, src[t]) for t in self._types]
 
     def _resolve(self, t):
@@ -996,7 +1229,7 @@ class _TypedData:
         if not isinstance(value, dict):
             raise DGLError(f"this graph has {self._kind} types {self._types}; assign a dict {{type: tensor}} or use "
                            f"g.{'nodes' if self._kind == 'node' else 'edges'}[type].data")
-        src = self._g._node_frames if self._kind == "node" else self._g._edge_frames
+        src = self._store()
         checked = [(self._resolve(t), v) for t, v in value.items()]
         for t, v in checked:
             src[t][key] = v
@@ -1059,7 +1292,7 @@ class _HeteroNodeView:
         return nt
 
     def __call__(self, ntype=None):
-        n = self._g._node_frames[self._ntype(ntype)].num_rows
+        n = self._g._frames_of(self._which)[self._ntype(ntype)].num_rows
         return torch.arange(n, dtype=self._g.idtype, device=self._g.device)
 
     def __getitem__(self, key):
@@ -1077,13 +1310,14 @@ class _HeteroNodeView:
         else:
             nodes, ntype = key, None
         nt = self._ntype(ntype)
-        frame = g._node_frames[nt]
+        frame = g._frames_of(self._which)[nt]
         if is_all(nodes):
             return _Space(frame)
         return _Space(_SubsetData(frame, _node_ids(nodes, frame.num_rows, g.device, nt)))
 
     def __len__(self):
-        return sum(self._g._node_frames[t].num_rows for t in self._types())
+        frames = self._g._frames_of(self._which)
+        return sum(frames[t].num_rows for t in self._types())
 
 
 class _HeteroEdgeView:
@@ -1312,6 +1546,8 @@ def _frame_or_new(frame, num_rows, device, kind):
 def _typed_view(g):
     """``g`` checked to be a typed graph (a HeteroGraph, or a Graph that is not a block)."""
     if isinstance(g, HeteroGraph):
+        if g.is_block:
+            raise DGLError("expected a graph, got a typed block; convert the graph before sampling blocks from it")
         return g
     if isinstance(g, Graph):
         if g.is_block:
@@ -1656,6 +1892,9 @@ def batch_hetero(graphs, ndata=ALL, edata=ALL):
     for i, g in enumerate(graphs):
         if not isinstance(g, HeteroGraph):
             raise DGLTypeError(f"expected HeteroGraphs, got {type(g).__name__} at graphs[{i}]")
+        if g.is_block:
+            raise DGLError(f"expected graphs, got a typed block at graphs[{i}]; (un)batching blocks is not "
+                           "supported: batch the graphs before sampling blocks from them")
         if g.ntypes != g0.ntypes or g.canonical_etypes != g0.canonical_etypes:
             raise DGLError(f"expected every graph to have the node types {g0.ntypes} and relations "
                            f"{g0.canonical_etypes} (those of graphs[0]), got {g.ntypes} and {g.canonical_etypes} at "
@@ -1713,6 +1952,8 @@ def unbatch_hetero(g, node_split=None, edge_split=None):
     """
     if not isinstance(g, HeteroGraph):
         raise DGLTypeError(f"expected a HeteroGraph, got {type(g).__name__}")
+    if g.is_block:
+        raise DGLError("expected a batched graph, got a typed block; blocks carry no batch information")
     if (node_split is None) != (edge_split is None):
         raise DGLError("expected both node_split and edge_split, or neither")
     if node_split is not None:

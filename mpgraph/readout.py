@@ -2,7 +2,11 @@ r"""Graph readout: per-graph reductions, softmax, broadcast and top-k over a (ba
 
 Every function works on the graphs of a batch (see :mod:`mpgraph.batch`); an
 unbatched graph is a batch of one. Node functions take the node set of
-``ntype`` (the destination nodes of a block), edge functions all edges.
+``ntype`` (the destination nodes of a block), edge functions all edges. On a
+(batched) :class:`~mpgraph.heterograph.HeteroGraph` they read the nodes of one
+type (``ntype=``, required when there are several) or the edges of one
+relation (``etype=``), with that type's per-graph counts
+(``g.batch_num_nodes(ntype)``, ``g.batch_num_edges(etype)``).
 
 ``feat`` and ``weight`` name features of the graph (``g.ndata[feat]``), as in
 DGL; a tensor with one row per node (edge) is accepted too, which lets layers
@@ -20,6 +24,7 @@ from . import ops
 from .base import DGLError, DGLTypeError
 from .batch import _edge_counts, _node_counts
 from .graph import Graph
+from .heterograph import HeteroGraph
 from .precision import accum_dtype, is_half_dtype
 
 __all__ = [
@@ -35,13 +40,35 @@ _READOUT_OPS = ("sum", "mean", "max", "min")
 # helpers
 # ---------------------------------------------------------------------------
 def _check_graph(graph):
-    if not isinstance(graph, Graph):
-        raise DGLTypeError(f"expected an mpgraph Graph, got {type(graph).__name__}")
+    if not isinstance(graph, (Graph, HeteroGraph)):
+        raise DGLTypeError(f"expected an mpgraph Graph or HeteroGraph, got {type(graph).__name__}")
+
+
+def _whole(frame, device):
+    return frame, torch.tensor([frame.num_rows], dtype=torch.int64, device=device)
+
+
+def _typed_nodes(graph, ntype):
+    """``(frame, seglen)`` of node type ``ntype`` of a HeteroGraph (the destination nodes of a typed block)."""
+    nt = graph._ntype(ntype)
+    if graph.is_block:
+        return _whole(graph.dstnodes[nt].data, graph.device)
+    return graph.nodes[nt].data, graph.batch_num_nodes(nt)
+
+
+def _typed_edges(graph, etype):
+    cet = graph.to_canonical_etype(etype)
+    frame = graph.edges[cet].data
+    if graph.is_block:
+        return _whole(frame, graph.device)
+    return frame, graph.batch_num_edges(cet)
 
 
 def _nodes(graph, ntype):
     """``(frame, seglen)`` of the node set read out: seglen is ``(B,)`` int64."""
     _check_graph(graph)
+    if isinstance(graph, HeteroGraph):
+        return _typed_nodes(graph, ntype)
     s = graph._node_set(ntype, "dst" if graph.is_block else "both")
     frame = graph._node_frames[s]
     if graph._batch_num_nodes is None:
@@ -51,6 +78,8 @@ def _nodes(graph, ntype):
 
 def _edges(graph, etype):
     _check_graph(graph)
+    if isinstance(graph, HeteroGraph):
+        return _typed_edges(graph, etype)
     graph._check_etype(etype)
     return graph._edge_frame, _edge_counts(graph)
 
@@ -156,8 +185,8 @@ def readout_nodes(graph, feat, weight=None, *, op="sum", ntype=None):
 
     Parameters
     ----------
-    graph : Graph
-        A (batched) graph with ``B`` graphs and ``N`` nodes.
+    graph : Graph or HeteroGraph
+        A (batched) graph with ``B`` graphs and ``N`` nodes (of type ``ntype``).
     feat : str or Tensor
         Node feature name, or a ``(N, *)`` tensor.
     weight : str or Tensor, optional
@@ -166,7 +195,8 @@ def readout_nodes(graph, feat, weight=None, *, op="sum", ntype=None):
     op : str, optional
         ``'sum'``, ``'mean'``, ``'max'`` or ``'min'``. Default: ``'sum'``.
     ntype : str, optional
-        Node type (needed only for uni-bipartite graphs). Default: ``None``.
+        Node type (needed for uni-bipartite graphs and graphs with several
+        node types). Default: ``None``.
 
     Returns
     -------
@@ -178,7 +208,8 @@ def readout_nodes(graph, feat, weight=None, *, op="sum", ntype=None):
     ------
     DGLError
         Unknown ``op``; a tensor with the wrong number of rows; a weight that
-        does not broadcast.
+        does not broadcast; an unknown ``ntype``, or none on a graph with
+        several node types.
     KeyError
         No node feature ``feat``.
 
@@ -197,6 +228,16 @@ def readout_nodes(graph, feat, weight=None, *, op="sum", ntype=None):
     >>> readout_nodes(bg, 'h', op='max')
     tensor([[2.],
             [6.]])
+
+    A batch of heterographs reads out one node type:
+
+    >>> h1 = dgl.heterograph({('u', 'r', 'v'): ([0], [0]), ('v', 's', 'u'): ([0], [1])})
+    >>> h2 = dgl.heterograph({('u', 'r', 'v'): ([0], [1]), ('v', 's', 'u'): ([1], [0])})
+    >>> h1.nodes['v'].data['x'] = torch.tensor([[1.]])
+    >>> h2.nodes['v'].data['x'] = torch.tensor([[2.], [3.]])
+    >>> readout_nodes(batch([h1, h2]), 'x', op='mean', ntype='v')
+    tensor([[1.0000],
+            [2.5000]])
     """
     frame, seglen = _nodes(graph, ntype)
     return _readout(seglen, frame, feat, weight, op, "node")
@@ -210,8 +251,8 @@ def readout_edges(graph, feat, weight=None, *, op="sum", etype=None):
 
     Parameters
     ----------
-    graph : Graph
-        A (batched) graph with ``B`` graphs and ``E`` edges.
+    graph : Graph or HeteroGraph
+        A (batched) graph with ``B`` graphs and ``E`` edges (of relation ``etype``).
     feat : str or Tensor
         Edge feature name, or a ``(E, *)`` tensor.
     weight : str or Tensor, optional
@@ -219,7 +260,7 @@ def readout_edges(graph, feat, weight=None, *, op="sum", etype=None):
     op : str, optional
         ``'sum'``, ``'mean'``, ``'max'`` or ``'min'``. Default: ``'sum'``.
     etype : str or tuple of str, optional
-        Edge type. Default: ``None``.
+        Edge type (needed on a graph with several relations). Default: ``None``.
 
     Returns
     -------
@@ -301,12 +342,12 @@ def softmax_nodes(graph, feat, *, ntype=None):
 
     Parameters
     ----------
-    graph : Graph
+    graph : Graph or HeteroGraph
         A (batched) graph.
     feat : str or Tensor
         Node feature name or ``(N, *)`` tensor.
     ntype : str, optional
-        Node type. Default: ``None``.
+        Node type (needed with several node types). Default: ``None``.
 
     Returns
     -------
@@ -339,12 +380,13 @@ def broadcast_nodes(graph, graph_feat, *, ntype=None):
 
     Parameters
     ----------
-    graph : Graph
+    graph : Graph or HeteroGraph
         A (batched) graph with ``B`` graphs.
     graph_feat : Tensor
         ``(B, *)``.
     ntype : str, optional
-        Node type. Default: ``None``.
+        Node type (needed with several node types); row ``b`` goes to the
+        ``ntype`` nodes of graph ``b``. Default: ``None``.
 
     Returns
     -------
@@ -387,7 +429,7 @@ def topk_nodes(graph, feat, k, *, descending=True, sortby=None, ntype=None):
 
     Parameters
     ----------
-    graph : Graph
+    graph : Graph or HeteroGraph
         A (batched) graph with ``B`` graphs.
     feat : str or Tensor
         Node feature name or ``(N, D)`` tensor (2-D).

@@ -10,6 +10,13 @@ Node classification::
 
 Features are gathered in the graph's storage dtype (store ``g.ndata['feat']``
 in bfloat16 to move half the bytes).
+
+Graphs with several types (:class:`~mpgraph.heterograph.HeteroGraph`) work the
+same way with dicts: ``DataLoader(g, {'paper': train_ids}, NeighborSampler([{'cites': 10, 'writes': 5}] * 2))``
+yields ``{ntype: ids}`` input/output nodes and typed blocks
+(:class:`~mpgraph.heterograph.HeteroBlock`) for
+:class:`~mpgraph.nn.HeteroGraphConv` layers. Node-wise sampling only: edge
+prediction and Cluster-GCN take graphs with one relation.
 """
 
 from . import negative_sampler

@@ -12,7 +12,7 @@ from .._index import Index, as_index
 from ..base import EID, NID, DGLError, DGLTypeError
 from ..frame import Frame
 from ..graph import Graph
-from ..sampling._utils import as_ids, check_graph
+from ..sampling._utils import as_ids, check_graph, is_typed
 from .block import first_appearance
 
 __all__ = ["Sampler", "BlockSampler", "EdgePredictionSampler", "as_edge_prediction_sampler"]
@@ -34,6 +34,49 @@ def _names(value, what, name):
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise DGLTypeError(f"{what} expected {name} as a list of feature names, got {value!r}")
     return list(value)
+
+
+def _feature_spec(value, what, name):
+    """Feature names to prefetch: None (all), a list of str, or a dict ``{type: list of str}`` (typed graphs)."""
+    if not isinstance(value, dict):
+        return _names(value, what, name)
+    spec = {}
+    for key, names in value.items():
+        if isinstance(names, str):
+            names = [names]
+        if not isinstance(names, (list, tuple)) or not all(isinstance(v, str) for v in names):
+            raise DGLTypeError(f"{what} expected {name}[{key!r}] as a list of feature names, got {names!r}")
+        spec[key] = list(names)
+    return spec
+
+
+def _graph_spec(spec, what, name):
+    """``spec`` for a graph with one relation: a dict must have exactly one entry."""
+    if not isinstance(spec, dict):
+        return spec
+    if len(spec) != 1:
+        raise DGLError(f"{what} expected one type in {name} for a graph with one relation, got {list(spec)}")
+    (names,) = spec.values()
+    return names
+
+
+def _typed_spec(spec, types, frames, resolve, what, name):
+    """``{type: names or None}`` for every type from a prefetch spec on a typed graph.
+
+    A list names features looked up in every type that has them (each name must
+    exist in at least one type); a dict gives the names per type (others: none).
+    """
+    if spec is None:
+        return {t: None for t in types}
+    if isinstance(spec, dict):
+        out = {t: [] for t in types}
+        for key, names in spec.items():
+            out[resolve(key)] = names
+        return out
+    for k in spec:
+        if not any(k in frames[t] for t in types):
+            raise DGLError(f"{what} expected feature {k!r} of {name} in at least one type, got none of that name")
+    return {t: [k for k in spec if k in frames[t]] for t in types}
 
 
 def _gather_into(dst_frame, src_frame, names, ids):
@@ -66,15 +109,17 @@ class BlockSampler(Sampler):
 
     Parameters
     ----------
-    prefetch_node_feats : list of str, optional
+    prefetch_node_feats : list of str or dict, optional
         Node features gathered into ``blocks[0].srcdata``. Default (None):
-        every node feature of the graph.
-    prefetch_labels : list of str, optional
+        every node feature of the graph. On a graph with several types a list
+        applies to every type having the feature, and ``{ntype: [names]}``
+        names them per type.
+    prefetch_labels : list of str or dict, optional
         Node features gathered into ``blocks[-1].dstdata``. Default (None):
-        every node feature of the graph.
-    prefetch_edge_feats : list of str, optional
+        every node feature of the graph (typed as ``prefetch_node_feats``).
+    prefetch_edge_feats : list of str or dict, optional
         Edge features gathered into every block's ``edata``. Default (None):
-        every edge feature of the graph.
+        every edge feature of the graph (``{etype: [names]}`` per relation).
     output_device : torch.device, optional
         Move the result there.
 
@@ -88,9 +133,9 @@ class BlockSampler(Sampler):
     def __init__(self, prefetch_node_feats=None, prefetch_labels=None, prefetch_edge_feats=None,
                  output_device=None):
         what = type(self).__name__
-        self.prefetch_node_feats = _names(prefetch_node_feats, what, "prefetch_node_feats")
-        self.prefetch_labels = _names(prefetch_labels, what, "prefetch_labels")
-        self.prefetch_edge_feats = _names(prefetch_edge_feats, what, "prefetch_edge_feats")
+        self.prefetch_node_feats = _feature_spec(prefetch_node_feats, what, "prefetch_node_feats")
+        self.prefetch_labels = _feature_spec(prefetch_labels, what, "prefetch_labels")
+        self.prefetch_edge_feats = _feature_spec(prefetch_edge_feats, what, "prefetch_edge_feats")
         self.output_device = output_device
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
@@ -101,12 +146,39 @@ class BlockSampler(Sampler):
         """Gather the prefetched features of ``g`` into ``blocks`` (in place)."""
         if not blocks:
             return
-        _gather_into(blocks[0].srcdata, g.srcdata, self.prefetch_node_feats, blocks[0].srcdata[NID])
-        _gather_into(blocks[-1].dstdata, g.dstdata, self.prefetch_labels, blocks[-1].dstdata[NID])
-        if self.prefetch_edge_feats is None and not len(g.edata):
+        if is_typed(g):
+            self._assign_typed(g, blocks)
+            return
+        what = type(self).__name__
+        node_feats = _graph_spec(self.prefetch_node_feats, what, "prefetch_node_feats")
+        labels = _graph_spec(self.prefetch_labels, what, "prefetch_labels")
+        edge_feats = _graph_spec(self.prefetch_edge_feats, what, "prefetch_edge_feats")
+        _gather_into(blocks[0].srcdata, g.srcdata, node_feats, blocks[0].srcdata[NID])
+        _gather_into(blocks[-1].dstdata, g.dstdata, labels, blocks[-1].dstdata[NID])
+        if edge_feats is None and not len(g.edata):
             return
         for block in blocks:
-            _gather_into(block.edata, g.edata, self.prefetch_edge_feats, block.edata[EID])
+            _gather_into(block.edata, g.edata, edge_feats, block.edata[EID])
+
+    def _assign_typed(self, g, blocks):
+        """:meth:`assign_features` for typed blocks of a HeteroGraph (per node type and relation)."""
+        what = type(self).__name__
+        nframes = {nt: g.nodes[nt].data for nt in g.ntypes}
+        eframes = {cet: g.edges[cet].data for cet in g.canonical_etypes}
+        node_feats = _typed_spec(self.prefetch_node_feats, g.ntypes, nframes, g._ntype, what, "prefetch_node_feats")
+        labels = _typed_spec(self.prefetch_labels, g.ntypes, nframes, g._ntype, what, "prefetch_labels")
+        edge_feats = _typed_spec(self.prefetch_edge_feats, g.canonical_etypes, eframes, g.to_canonical_etype, what,
+                                 "prefetch_edge_feats")
+        first, last = blocks[0], blocks[-1]
+        for nt in g.ntypes:
+            src = first.srcnodes[nt].data
+            _gather_into(src, nframes[nt], node_feats[nt], src[NID])
+            dst = last.dstnodes[nt].data
+            _gather_into(dst, nframes[nt], labels[nt], dst[NID])
+        for block in blocks:
+            for cet in g.canonical_etypes:
+                edata = block.edges[cet].data
+                _gather_into(edata, eframes[cet], edge_feats[cet], edata[EID])
 
     def sample(self, g, seed_nodes, exclude_eids=None):
         """Sample blocks for ``seed_nodes`` and gather their features: ``(input_nodes, output_nodes, blocks)``."""
@@ -114,9 +186,16 @@ class BlockSampler(Sampler):
         self.assign_features(g, blocks)
         if self.output_device is not None:
             dev = torch.device(self.output_device)
-            input_nodes, output_nodes = input_nodes.to(dev), output_nodes.to(dev)
+            input_nodes, output_nodes = _ids_to(input_nodes, dev), _ids_to(output_nodes, dev)
             blocks = [b.to(dev) for b in blocks]
         return input_nodes, output_nodes, blocks
+
+
+def _ids_to(ids, device):
+    """IDs (a tensor, or ``{type: tensor}`` for typed graphs) on ``device``."""
+    if isinstance(ids, dict):
+        return {k: v.to(device) for k, v in ids.items()}
+    return ids.to(device)
 
 
 def _pair_graph(g, nodes, src_local, dst_local, eids=None):

@@ -14,6 +14,7 @@ import torch.utils.data
 
 from ..base import DGLError, DGLTypeError
 from ..graph import Graph
+from ..heterograph import HeteroGraph
 from .base import Sampler
 
 __all__ = ["DataLoader"]
@@ -48,7 +49,7 @@ def _seeded(seed, device):
 
 
 def _to_device(x, device):
-    if isinstance(x, (torch.Tensor, Graph)):
+    if isinstance(x, (torch.Tensor, Graph, HeteroGraph)):
         return x.to(device)
     if isinstance(x, tuple):
         return tuple(_to_device(v, device) for v in x)
@@ -63,15 +64,27 @@ def _identity(batch):
     return batch
 
 
-class _BatchDataset(torch.utils.data.Dataset):
-    """Map-style dataset whose keys are ``(batch number, seed IDs, batch seed)``."""
+def _split_types(type_ids, ids, type_names):
+    """``{type name: ids}`` from parallel type-ID and ID tensors: types in order of their ID, IDs in batch order."""
+    return {type_names[t]: ids[type_ids == t] for t in torch.unique(type_ids).tolist()}
 
-    def __init__(self, graph, sampler):
+
+class _BatchDataset(torch.utils.data.Dataset):
+    """Map-style dataset whose keys are ``(batch number, seed IDs, batch seed)``.
+
+    With typed indices (``type_names`` given) the seed IDs are a ``(2, B)``
+    tensor of type IDs and IDs, handed to the sampler as ``{type: ids}``.
+    """
+
+    def __init__(self, graph, sampler, type_names=None):
         self.graph = graph
         self.sampler = sampler
+        self.type_names = type_names
 
     def __getitem__(self, key):
         _, ids, seed = key
+        if self.type_names is not None:
+            ids = _split_types(ids[0], ids[1], self.type_names)
         with _seeded(seed, self.graph.device):
             return self.sampler.sample(self.graph, ids)
 
@@ -108,11 +121,15 @@ class DataLoader:
 
     Parameters
     ----------
-    graph : Graph
+    graph : Graph or HeteroGraph
         The graph to sample from.
-    indices : Tensor or sequence
+    indices : Tensor, sequence or dict
         Seed IDs (node IDs, edge IDs for edge prediction, part IDs for
-        Cluster-GCN); a one-entry ``{type: ids}`` dict is accepted.
+        Cluster-GCN); a one-entry ``{type: ids}`` dict is accepted for a
+        Graph. For a HeteroGraph, ``{ntype: ids}``: the seeds of all types
+        are batched (and shuffled) together, in the order of the dict, and
+        each batch hands the sampler ``{ntype: ids}`` with the types present
+        in that batch (as DGL).
     graph_sampler : Sampler
         The sampler.
     device : torch.device, optional
@@ -157,13 +174,19 @@ class DataLoader:
     >>> loader = DataLoader(g, torch.arange(5), NeighborSampler([2, 2]), batch_size=2)
     >>> len(loader), [output_nodes.tolist() for _, output_nodes, _ in loader]
     (3, [[0, 1], [2, 3], [4]])
+    >>> hg = dgl.heterograph({('user', 'plays', 'game'): ([0, 1, 2], [0, 1, 1]),
+    ...                       ('game', 'played-by', 'user'): ([0, 1, 1], [0, 1, 2])})
+    >>> loader = DataLoader(hg, {'user': torch.tensor([0, 1]), 'game': torch.tensor([1])}, NeighborSampler([2]),
+    ...                     batch_size=2)
+    >>> [{k: v.tolist() for k, v in output_nodes.items()} for _, output_nodes, _ in loader]
+    [{'user': [0, 1]}, {'game': [1]}]
     """
 
     def __init__(self, graph, indices, graph_sampler, device=None, use_ddp=False, ddp_seed=0, batch_size=1,
                  drop_last=False, shuffle=False, use_prefetch_thread=None, use_alternate_streams=None,
                  pin_prefetcher=None, use_uva=False, num_workers=0, **kwargs):
         what = "DataLoader"
-        if not isinstance(graph, Graph):
+        if not isinstance(graph, (Graph, HeteroGraph)):
             raise DGLTypeError(f"{what} expected an mpgraph graph, got {type(graph).__name__}")
         if not isinstance(graph_sampler, Sampler):
             raise DGLTypeError(f"{what} expected graph_sampler to be a mpgraph.dataloading.Sampler (e.g. "
@@ -182,7 +205,18 @@ class DataLoader:
             raise DGLError(f"{what} expected num_workers=0 for a graph on {graph.device} (workers sample on the "
                            f"CPU), got {num_workers}")
         self.graph = graph
-        self.indices = self._indices(indices, graph.device, what)
+        self._type_names = None
+        if isinstance(indices, dict) and (isinstance(graph, HeteroGraph) or len(indices) != 1):
+            self._type_names = list(indices)
+            if not self._type_names:
+                raise DGLError(f"{what} expected a non-empty dict {{ntype: ids}} of indices, got an empty dict")
+            parts = [self._indices(v, graph.device, f"{what} (indices[{k!r}])") for k, v in indices.items()]
+            type_ids = torch.repeat_interleave(torch.arange(len(parts), device=graph.device),
+                                               torch.tensor([p.numel() for p in parts], device=graph.device))
+            self._type_ids = type_ids
+            self.indices = torch.cat(parts)
+        else:
+            self.indices = self._indices(indices, graph.device, what)
         self.graph_sampler = graph_sampler
         self.device = torch.device(device) if device is not None else None
         self.batch_size = batch_size
@@ -201,10 +235,7 @@ class DataLoader:
     @staticmethod
     def _indices(indices, device, what):
         if isinstance(indices, dict):
-            if len(indices) != 1:
-                raise DGLError(f"{what} expected one type in the indices dict (graphs hold one relation), got "
-                               f"{list(indices)}")
-            (indices,) = indices.values()
+            (indices,) = indices.values()           # one entry (several are typed indices, split by the caller)
         if isinstance(indices, torch.Tensor):
             if indices.dtype == torch.bool or indices.is_floating_point() or indices.is_complex():
                 raise DGLTypeError(f"{what} expected integer indices, got dtype {indices.dtype}")
@@ -244,8 +275,11 @@ class DataLoader:
         rank, _ = self._rank_world()
         pos = self._positions(epoch_seed).to(self.indices.device)
         ids = self.indices[pos]
-        stop = ids.numel() - ids.numel() % self.batch_size if self.drop_last else ids.numel()
-        return [(i, ids[s:s + self.batch_size], _mix(epoch_seed, rank, i))
+        if self._type_names is not None:
+            ids = torch.stack([self._type_ids[pos], ids])        # (2, n): type ID and ID of every seed
+        n = ids.shape[-1]
+        stop = n - n % self.batch_size if self.drop_last else n
+        return [(i, ids[..., s:s + self.batch_size], _mix(epoch_seed, rank, i))
                 for i, s in enumerate(range(0, stop, self.batch_size))]
 
     def __len__(self):
@@ -263,14 +297,14 @@ class DataLoader:
             # so iterating with workers leaves the global generator where iterating without them does
             kwargs.setdefault("generator", torch.Generator().manual_seed(0))
             self._loader = torch.utils.data.DataLoader(
-                _BatchDataset(self.graph, self.graph_sampler), batch_size=None, sampler=self._keys,
+                _BatchDataset(self.graph, self.graph_sampler, self._type_names), batch_size=None, sampler=self._keys,
                 collate_fn=_identity, num_workers=self.num_workers, **kwargs)
         return self._loader
 
     def __iter__(self):
         self._keys.keys = self._plan()
         if self.num_workers == 0:
-            dataset = _BatchDataset(self.graph, self.graph_sampler)
+            dataset = _BatchDataset(self.graph, self.graph_sampler, self._type_names)
             batches = (dataset[key] for key in self._keys.keys)
         else:
             batches = iter(self._torch_loader())

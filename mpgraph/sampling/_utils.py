@@ -12,6 +12,7 @@ import torch
 
 from ..base import DGLError, DGLTypeError
 from ..graph import Graph
+from ..heterograph import HeteroGraph
 
 _I64 = torch.int64
 _F64 = torch.float64
@@ -22,10 +23,126 @@ EDGE_DIRS = ("in", "out")
 # validation at the public boundary
 # ----------------------------------------------------------------------
 def check_graph(g, what):
+    if isinstance(g, HeteroGraph):
+        raise DGLTypeError(f"{what} expected a graph with one relation (mpgraph.Graph), got a "
+                           f"{type(g).__name__} with the relations {g.canonical_etypes}; {what} does not support "
+                           "several relations: run it on one relation, g[etype]")
     if not isinstance(g, Graph):
         raise DGLTypeError(f"{what} expected an mpgraph graph with one relation (mpgraph.Graph), got "
-                           f"{type(g).__name__}; build one with mpgraph.graph((src, dst)) (sampling graphs with "
-                           "several relations is not supported yet)")
+                           f"{type(g).__name__}; build one with mpgraph.graph((src, dst))")
+
+
+def is_typed(g):
+    """True for a :class:`~mpgraph.heterograph.HeteroGraph` (several node or edge types)."""
+    return isinstance(g, HeteroGraph)
+
+
+def check_typed_graph(g, what):
+    """``g`` checked to be a HeteroGraph that is not a block."""
+    if g.is_block:
+        raise DGLError(f"{what} expected a graph, got a typed block; sample from the graph itself")
+    return g
+
+
+def check_fanout_value(fanout, what, name="fanout"):
+    """One fanout value: an int >= -1 (-1 = every neighbour)."""
+    if isinstance(fanout, torch.Tensor) and fanout.numel() == 1 and not fanout.is_floating_point():
+        fanout = int(fanout)
+    if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)) or fanout < -1:
+        raise DGLError(f"{what} expected {name} to be an int >= 0 or -1 (all neighbours), got {fanout!r}")
+    return int(fanout)
+
+
+def typed_fanouts(g, fanout, what, name="fanout"):
+    """``{canonical etype: int}`` for every relation of ``g`` from an int or an ``{etype: int}`` dict.
+
+    A dict must give every relation exactly once (by name or canonical tuple), as in DGL.
+    """
+    if not isinstance(fanout, dict):
+        value = check_fanout_value(fanout, what, name)
+        return {cet: value for cet in g.canonical_etypes}
+    out = {}
+    for key, value in fanout.items():
+        try:
+            cet = g.to_canonical_etype(key)
+        except DGLError as err:
+            raise type(err)(f"{what}: {name} key {key!r}: {err}") from err
+        if cet in out:
+            raise DGLError(f"{what} expected each relation once in {name}, got {cet} twice (as a name and as a "
+                           "canonical tuple)")
+        out[cet] = check_fanout_value(value, what, f"{name}[{key!r}]")
+    missing = [cet for cet in g.canonical_etypes if cet not in out]
+    if missing:
+        raise DGLError(f"{what} expected a fanout for every relation in the {name} dict, got none for {missing}; "
+                       "give -1 to take every edge or 0 to take none")
+    return out
+
+
+def typed_ids(g, ids, what, kind="node"):
+    """``{ntype: int64 ids}`` from an ``{ntype: ids}`` dict (plain IDs when ``g`` has one node type).
+
+    Types not in the dict are absent from the result.
+    """
+    types = g.ntypes
+    if not isinstance(ids, dict):
+        if len(types) != 1:
+            raise DGLError(f"{what} expected {kind} IDs as a dict {{ntype: ids}} for a graph with node types "
+                           f"{types}, got {type(ids).__name__}")
+        ids = {types[0]: ids}
+    out = {}
+    for ntype, value in ids.items():
+        if ntype not in types:
+            raise DGLError(f"{what} expected node types among {types}, got {ntype!r}; the graph has no node type "
+                           f"{ntype!r}")
+        out[ntype] = as_ids(g, value, g.num_nodes(ntype), what, f"{ntype!r} {kind}")
+    return out
+
+
+def typed_edge_weights(g, prob, mask, what):
+    """``{canonical etype: (prob, mask)}`` edge tensors per relation (None where uniform).
+
+    ``prob``/``mask`` is an edge feature name (relations without that feature
+    sample uniformly / unmasked; at least one relation must have it) or a dict
+    ``{etype: name or (E,) tensor}`` (relations not in the dict: uniform).
+    """
+    out = {cet: [None, None] for cet in g.canonical_etypes}
+    for pos, (value, name) in enumerate(((prob, "prob"), (mask, "mask"))):
+        if value is None:
+            continue
+        if isinstance(value, str):
+            have = [cet for cet in g.canonical_etypes if value in g.edges[cet].data]
+            if not have:
+                raise DGLError(f"{what} expected {name}={value!r} to name an edge feature of at least one relation, "
+                               f"got none of that name in {g.canonical_etypes}")
+            per = {cet: value for cet in have}
+        elif isinstance(value, dict):
+            per = {}
+            for key, v in value.items():
+                per[g.to_canonical_etype(key)] = v
+        else:
+            raise DGLTypeError(f"{what} expected {name} on a graph with several relations as an edge feature name or "
+                               f"a dict {{etype: name or tensor}}, got {type(value).__name__}")
+        for cet, v in per.items():
+            rel = g[cet]
+            if pos == 0:
+                out[cet][0] = edge_weights(rel, v, None, f"{what} (relation {cet})")[0]
+            else:
+                out[cet][1] = edge_weights(rel, None, v, f"{what} (relation {cet})")[1]
+    return {cet: tuple(pm) for cet, pm in out.items()}
+
+
+def typed_exclude(g, exclude_edges, what):
+    """``{canonical etype: sorted int64 edge IDs}`` from an ``{etype: eids}`` dict, or None."""
+    if exclude_edges is None:
+        return {}
+    if not isinstance(exclude_edges, dict):
+        raise DGLTypeError(f"{what} expected exclude_edges as a dict {{etype: edge IDs}} for a graph with several "
+                           f"relations, got {type(exclude_edges).__name__}")
+    out = {}
+    for key, value in exclude_edges.items():
+        cet = g.to_canonical_etype(key)
+        out[cet] = exclude_ids(g[cet], value, f"{what} (relation {cet})")
+    return out
 
 
 def check_edge_dir(edge_dir, what):
@@ -38,14 +155,10 @@ def check_fanout(fanout, what, name="fanout"):
     """A fanout: an int >= -1 (-1 = every neighbour), or a one-entry ``{etype: int}`` dict."""
     if isinstance(fanout, dict):
         if len(fanout) != 1:
-            raise DGLError(f"{what} expected one edge type in the {name} dict (graphs hold one relation), "
+            raise DGLError(f"{what} expected one edge type in the {name} dict (this graph holds one relation), "
                            f"got {list(fanout)}")
         (fanout,) = fanout.values()
-    if isinstance(fanout, torch.Tensor) and fanout.numel() == 1 and not fanout.is_floating_point():
-        fanout = int(fanout)
-    if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)) or fanout < -1:
-        raise DGLError(f"{what} expected {name} to be an int >= 0 or -1 (all neighbours), got {fanout!r}")
-    return int(fanout)
+    return check_fanout_value(fanout, what, name)
 
 
 def as_ids(g, ids, n, what, kind="node"):

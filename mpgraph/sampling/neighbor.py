@@ -25,8 +25,10 @@ from .._index import Index, as_index
 from ..base import EID, DGLError
 from ..frame import Frame
 from ..graph import Graph
-from ._utils import (as_ids, candidate_weights, check_edge_dir, check_fanout, check_graph, edge_values, edge_weights,
-                     exclude_ids, expand_segments, segmented_order, take)
+from ..heterograph import HeteroGraph
+from ._utils import (as_ids, candidate_weights, check_edge_dir, check_fanout, check_graph, check_typed_graph,
+                     edge_values, edge_weights, exclude_ids, expand_segments, is_typed, segmented_order, take,
+                     typed_edge_weights, typed_exclude, typed_fanouts, typed_ids)
 
 __all__ = ["sample_neighbors", "select_topk"]
 
@@ -204,6 +206,80 @@ def _check_replace(replace, what):
         raise DGLError(f"{what} expected replace to be True or False, got {replace!r}")
 
 
+def sample_relations(g, seeds, fanouts, edge_dir, replace, weights, exclude):
+    """Sample every relation of a typed graph around the seeds of its seed-side node type.
+
+    Parameters
+    ----------
+    g : HeteroGraph
+        The graph.
+    seeds : dict
+        ``{ntype: (S,) int64}`` seed nodes; types may be missing.
+    fanouts : dict
+        ``{canonical etype: int}`` for every relation.
+    edge_dir : str
+        ``'in'``: relation ``(s, e, d)`` samples in-edges of the ``d`` seeds;
+        ``'out'``: out-edges of the ``s`` seeds.
+    replace : bool
+        Sample with replacement.
+    weights, exclude : dict
+        ``{canonical etype: (prob, mask)}`` and ``{canonical etype: sorted edge IDs}``.
+
+    Returns
+    -------
+    dict
+        ``{canonical etype: (seg, nbr, eid)}`` for the relations whose seed-side
+        type has seeds (see :func:`sample_rows`); one loop step per relation,
+        every seed of it at once.
+    """
+    out = {}
+    for cet in g.canonical_etypes:
+        rows = seeds.get(cet[2] if edge_dir == "in" else cet[0])
+        if rows is None or rows.numel() == 0:
+            continue
+        index = g._indexes[cet]
+        indptr, nbr_all, eid_all = index.csc() if edge_dir == "in" else index.csr()
+        prob, mask = weights.get(cet, (None, None))
+        out[cet] = sample_rows(indptr, nbr_all, eid_all, rows, fanouts[cet], replace, prob, mask, exclude.get(cet))
+    return out
+
+
+def _typed_frontier(g, seeds, samples, edge_dir, copy_ndata, copy_edata, output_device):
+    """HeteroGraph with all of ``g``'s nodes and the sampled edges of every relation."""
+    idtype, device = g.idtype, g.device
+    empty = torch.zeros(0, dtype=_I64, device=device)
+    indexes, edge_frames = {}, {}
+    for cet in g.canonical_etypes:
+        index = g._indexes[cet]
+        if cet in samples:
+            seg, nbr, eid = samples[cet]
+            centre = take(seeds[cet[2] if edge_dir == "in" else cet[0]], seg)
+            src, dst = (nbr, centre) if edge_dir == "in" else (centre, nbr)
+        else:
+            src = dst = eid = empty
+        indexes[cet] = Index.from_coo(src.to(idtype), dst.to(idtype), index.num_src, index.num_dst)
+        frame = g._edge_frames[cet].subframe(eid) if copy_edata else Frame(eid.numel(), device, "edge")
+        frame[EID] = eid.to(idtype)
+        edge_frames[cet] = frame
+    node_frames = {nt: g._node_frames[nt].clone() for nt in g.ntypes} if copy_ndata else None
+    out = HeteroGraph(indexes, {nt: g.num_nodes(nt) for nt in g.ntypes}, node_frames, edge_frames, idtype, device)
+    return out if output_device is None else out.to(output_device)
+
+
+def _sample_neighbors_typed(g, nodes, fanout, edge_dir, prob, replace, copy_ndata, copy_edata, exclude_edges,
+                            output_device, mask):
+    what = "sample_neighbors"
+    check_typed_graph(g, what)
+    check_edge_dir(edge_dir, what)
+    _check_replace(replace, what)
+    seeds = typed_ids(g, nodes, what)
+    fanouts = typed_fanouts(g, fanout, what)
+    weights = typed_edge_weights(g, prob, mask, what)
+    exclude = typed_exclude(g, exclude_edges, what)
+    samples = sample_relations(g, seeds, fanouts, edge_dir, replace, weights, exclude)
+    return _typed_frontier(g, seeds, samples, edge_dir, copy_ndata, copy_edata, output_device)
+
+
 # ----------------------------------------------------------------------
 # public API
 # ----------------------------------------------------------------------
@@ -220,44 +296,58 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, 
     replacement it gets exactly ``fanout`` edges when ``d > 0``, each drawn
     with probability :math:`p_e / \sum_{e'} p_{e'}`.
 
+    On a :class:`~mpgraph.heterograph.HeteroGraph` every relation is sampled
+    on its own: relation ``(s, e, d)`` samples up to ``fanout[(s, e, d)]``
+    in-edges of each seed of type ``d`` (out-edges of each seed of type ``s``
+    for ``edge_dir='out'``). The result is a HeteroGraph with every node type
+    and count of ``g``, every relation (possibly without edges), and
+    ``edges[etype].data[dgl.EID]`` per relation.
+
     Parameters
     ----------
-    g : Graph
-        The graph (homogeneous or uni-bipartite).
+    g : Graph or HeteroGraph
+        The graph (homogeneous, uni-bipartite, or with several types).
     nodes : int, sequence, Tensor or dict
         Seed node IDs (destination nodes for ``edge_dir='in'``, source nodes
-        for ``'out'``); a one-entry ``{ntype: ids}`` dict is accepted.
+        for ``'out'``); ``{ntype: ids}`` for a HeteroGraph (types left out have
+        no seeds; a one-entry dict is accepted for a Graph).
     fanout : int or dict
-        Edges to sample per seed; ``-1`` takes every edge.
+        Edges to sample per seed; ``-1`` takes every edge. For a HeteroGraph an
+        int applies to every relation, and a dict ``{etype: int}`` (names or
+        canonical tuples) must give every relation.
     edge_dir : str, optional
         ``'in'`` samples in-edges (default), ``'out'`` out-edges.
-    prob : str or Tensor, optional
+    prob : str, Tensor or dict, optional
         Unnormalised sampling weight per edge: an edge feature name or an
         ``(E,)`` tensor of finite non-negative values. Zero-weight edges are
-        never sampled (also not with ``fanout=-1``). Default: uniform.
+        never sampled (also not with ``fanout=-1``). Default: uniform. For a
+        HeteroGraph: a feature name (relations without that feature sample
+        uniformly; at least one must have it) or ``{etype: name or tensor}``.
     replace : bool, optional
         Sample with replacement (default False).
     copy_ndata : bool, optional
         Share ``g``'s node features with the result (default True).
     copy_edata : bool, optional
         Gather the sampled edges' features (default True).
-    exclude_edges : Tensor or sequence, optional
-        Edge IDs that must not be sampled.
+    exclude_edges : Tensor, sequence or dict, optional
+        Edge IDs that must not be sampled (``{etype: ids}`` for a HeteroGraph).
     output_device : torch.device, optional
         Move the result there.
-    mask : str or Tensor, optional
-        Boolean edge mask; edges where it is False are never sampled.
+    mask : str, Tensor or dict, optional
+        Boolean edge mask; edges where it is False are never sampled (typed as ``prob``).
 
     Returns
     -------
-    Graph
+    Graph or HeteroGraph
         Same nodes as ``g``, the sampled edges, ``edata[dgl.EID]``.
 
     Raises
     ------
     DGLError
         Unknown ``edge_dir``; seed IDs out of range; ``fanout`` below -1;
-        ``prob``/``mask`` without one value per edge or with negative values.
+        ``prob``/``mask`` without one value per edge or with negative values;
+        for a HeteroGraph, an unknown node or edge type (named in the message),
+        a fanout dict missing a relation, or a typed block.
 
     Examples
     --------
@@ -274,7 +364,18 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, 
     Traceback (most recent call last):
     ...
     mpgraph.base.DGLError: sample_neighbors expected node IDs in [0, 4), got 4; the graph has 4 nodes
+
+    With several types, one fanout per relation:
+
+    >>> hg = dgl.heterograph({('user', 'follows', 'user'): ([0, 1, 2], [1, 1, 1]),
+    ...                       ('user', 'plays', 'game'): ([0, 1, 2], [0, 0, 0])})
+    >>> sg = sample_neighbors(hg, {'user': [1], 'game': [0]}, {'follows': 2, 'plays': -1})
+    >>> sg.num_edges('follows'), sg.num_edges('plays'), sg.num_nodes('user')
+    (2, 3, 3)
     """
+    if is_typed(g):
+        return _sample_neighbors_typed(g, nodes, fanout, edge_dir, prob, replace, copy_ndata, copy_edata,
+                                       exclude_edges, output_device, mask)
     what = "sample_neighbors"
     check_graph(g, what)
     check_edge_dir(edge_dir, what)

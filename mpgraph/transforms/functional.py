@@ -16,6 +16,13 @@ Blocks (message-flow graphs) are rejected with :class:`~mpgraph.DGLError`
 where DGL rejects them; uni-bipartite graphs (one relation between two node
 types) are handled where DGL handles them, with node-ID arguments given as
 ``{ntype: ids}``.
+
+Graphs with several node or edge types (:class:`~mpgraph.heterograph.HeteroGraph`)
+are accepted by ``add_self_loop``, ``remove_self_loop`` (one relation, named by
+``etype``), ``to_simple``, ``to_bidirected``, ``add_reverse_edges``,
+``reverse`` and ``compact_graphs``, which work relation by relation as DGL's
+do; every other function here raises :class:`~mpgraph.DGLError` naming itself
+for them.
 """
 
 import numpy as np
@@ -25,6 +32,7 @@ from .._index import Index
 from ..base import EID, NID, DGLError, DGLTypeError
 from ..frame import Frame
 from ..graph import Graph
+from ..heterograph import HeteroGraph
 
 __all__ = [
     "add_self_loop", "remove_self_loop", "to_simple", "to_bidirected", "add_reverse_edges", "reverse",
@@ -39,6 +47,11 @@ _I64 = torch.int64
 # helpers
 # ----------------------------------------------------------------------
 def _check_graph(g, what):
+    if isinstance(g, HeteroGraph):
+        raise DGLTypeError(f"{what} does not support graphs with several node or edge types; got a "
+                           f"{type(g).__name__} with the relations {g.canonical_etypes}. Apply {what} to one "
+                           "relation's graph (mpgraph.edge_type_subgraph(g, [etype])) or to "
+                           "mpgraph.to_homogeneous(g)")
     if not isinstance(g, Graph):
         raise DGLTypeError(f"{what} expected an mpgraph graph, got {type(g).__name__}; "
                            "build one with mpgraph.graph((src, dst))")
@@ -222,6 +235,200 @@ def _maybe_to(g, device):
 
 
 # ----------------------------------------------------------------------
+# graphs with several types: relation by relation
+# ----------------------------------------------------------------------
+def _is_typed(g):
+    return isinstance(g, HeteroGraph)
+
+
+def _typed_graph(g, what):
+    if g.is_block:
+        raise DGLError(f"{what} expected a graph, got a typed block (message-flow graph); apply {what} to the "
+                       "graph before sampling blocks from it")
+    return g
+
+
+def _same_type_relation(g, etype, what):
+    """The canonical relation named by ``etype``; it must join one node type to itself."""
+    try:
+        cet = g.to_canonical_etype(etype)
+    except DGLError as err:
+        raise type(err)(f"{what}: {err}") from err
+    if cet[0] != cet[2]:
+        raise DGLError(f"{what} expected a relation between one node type (srctype == dsttype), got the "
+                       f"uni-bipartite relation {cet}; pass etype= naming such a relation")
+    return cet
+
+
+def _kept(g, cet, copy_edata=True):
+    """Relation ``cet`` of ``g`` unchanged: its Index and (a new mapping over) its edge features."""
+    index = g._indexes[cet]
+    frame = g.edges[cet].data.clone() if copy_edata else Frame(index.num_edges, g.device, "edge")
+    return index, frame
+
+
+def _typed_rebuild(g, relations, copy_ndata=True):
+    """HeteroGraph with ``g``'s node types and counts and ``relations = {cet: (Index, edge Frame)}``."""
+    if copy_ndata:
+        node_frames = {nt: g.nodes[nt].data.clone() for nt in g.ntypes}
+    else:
+        node_frames = {}
+    return HeteroGraph({cet: ix for cet, (ix, _) in relations.items()}, {nt: g.num_nodes(nt) for nt in g.ntypes},
+                       node_frames, {cet: f for cet, (_, f) in relations.items()}, g.idtype, g.device)
+
+
+def _typed_add_self_loop(g, edge_feat_names, fill_data, etype):
+    what = "add_self_loop"
+    _typed_graph(g, what)
+    cet = _same_type_relation(g, etype, what)
+    res = add_self_loop(g[cet], edge_feat_names, fill_data)
+    relations = {c: _kept(g, c) for c in g.canonical_etypes}
+    relations[cet] = (res._index, res._edge_frame)
+    return _typed_rebuild(g, relations)
+
+
+def _typed_remove_self_loop(g, etype):
+    what = "remove_self_loop"
+    _typed_graph(g, what)
+    cet = _same_type_relation(g, etype, what)
+    index = g._indexes[cet]
+    loop = index.src64 == index.dst64
+    kept = (~loop).nonzero().squeeze(1)
+    relations = {c: _kept(g, c) for c in g.canonical_etypes}
+    relations[cet] = (Index.from_coo(index.src[kept], index.dst[kept], index.num_src, index.num_dst),
+                      g.edges[cet].data.subframe(kept))
+    out = _typed_rebuild(g, relations)
+    if g._batch_num_nodes is not None:
+        be = g.batch_num_edges(cet)
+        seg = torch.searchsorted(torch.cumsum(be, 0), loop.nonzero().squeeze(1), right=True)
+        out.set_batch_num_nodes({nt: g.batch_num_nodes(nt) for nt in g.ntypes})
+        counts = {c: g.batch_num_edges(c) for c in g.canonical_etypes}
+        counts[cet] = be - torch.bincount(seg, minlength=be.numel())
+        out.set_batch_num_edges(counts)
+    return out
+
+
+def _typed_to_simple(g, return_counts, writeback_mapping, copy_ndata, copy_edata, aggregator):
+    _typed_graph(g, "to_simple")
+    relations, mappings = {}, {}
+    for cet in g.canonical_etypes:
+        res, mapping = to_simple(g[cet], return_counts, True, False, copy_edata, aggregator)
+        relations[cet] = (res._index, res._edge_frame)
+        mappings[cet] = mapping
+    out = _typed_rebuild(g, relations, copy_ndata)
+    return (out, mappings) if writeback_mapping else out
+
+
+def _typed_to_bidirected(g, copy_ndata):
+    what = "to_bidirected"
+    _typed_graph(g, what)
+    bad = [cet for cet in g.canonical_etypes if cet[0] != cet[2]]
+    if bad:
+        raise DGLError(f"{what} expected every relation to join one node type to itself, got the uni-bipartite "
+                       f"relations {bad}; select the others with mpgraph.edge_type_subgraph")
+    relations = {}
+    for cet in g.canonical_etypes:
+        res = to_bidirected(g[cet])
+        relations[cet] = (res._index, res._edge_frame)
+    return _typed_rebuild(g, relations, copy_ndata)
+
+
+def _typed_add_reverse_edges(g, copy_ndata, copy_edata, ignore_bipartite, exclude_self):
+    what = "add_reverse_edges"
+    _typed_graph(g, what)
+    relations = {}
+    for cet in g.canonical_etypes:
+        if cet[0] != cet[2]:
+            if not ignore_bipartite:
+                raise DGLError(f"{what} expected relations between one node type, got the uni-bipartite relation "
+                               f"{cet}; pass ignore_bipartite=True to keep such relations unchanged, or use "
+                               "mpgraph.transforms.AddReverse, which adds a 'rev_' relation")
+            relations[cet] = _kept(g, cet, copy_edata)
+            continue
+        res = add_reverse_edges(g[cet], copy_ndata=False, copy_edata=copy_edata, exclude_self=exclude_self)
+        relations[cet] = (res._index, res._edge_frame)
+    return _typed_rebuild(g, relations, copy_ndata)
+
+
+def _typed_reverse(g, copy_ndata, copy_edata):
+    _typed_graph(g, "reverse")
+    relations = {}
+    for cet in g.canonical_etypes:
+        s, e, d = cet
+        index, frame = _kept(g, cet, copy_edata)
+        relations[(d, e, s)] = (index.reverse(), frame)
+    out = _typed_rebuild(g, relations, copy_ndata)
+    if g._batch_num_nodes is not None:
+        out.set_batch_num_nodes({nt: g.batch_num_nodes(nt) for nt in g.ntypes})
+        out.set_batch_num_edges({(d, e, s): g.batch_num_edges((s, e, d)) for s, e, d in g.canonical_etypes})
+    return out
+
+
+def _typed_compact_graphs(graphs, always_preserve, copy_ndata, copy_edata, single):
+    what = "compact_graphs"
+    g0 = graphs[0]
+    for i, g in enumerate(graphs):
+        if not isinstance(g, HeteroGraph):
+            raise DGLTypeError(f"{what} expected graphs of one kind, got a HeteroGraph and a {type(g).__name__} "
+                               f"(graphs[{i}])")
+        _typed_graph(g, what)
+        if g.ntypes != g0.ntypes or any(g.num_nodes(nt) != g0.num_nodes(nt) for nt in g0.ntypes):
+            raise DGLError(f"{what} expected graphs with the same node types and counts "
+                           f"({ {nt: g0.num_nodes(nt) for nt in g0.ntypes} }), got "
+                           f"{ {nt: g.num_nodes(nt) for nt in g.ntypes} } at graphs[{i}]")
+        if g.idtype != g0.idtype or g.device != g0.device:
+            raise DGLError(f"{what} expected graphs with the same idtype and device ({g0.idtype}, {g0.device}), "
+                           f"got ({g.idtype}, {g.device}) at graphs[{i}]")
+    preserve = {}
+    if always_preserve is not None:
+        if not isinstance(always_preserve, dict):
+            if len(g0.ntypes) != 1:
+                raise DGLError(f"{what} expected always_preserve as a dict {{ntype: ids}} for node types "
+                               f"{g0.ntypes}, got {type(always_preserve).__name__}")
+            always_preserve = {g0.ntypes[0]: always_preserve}
+        for nt, ids in always_preserve.items():
+            if nt not in g0.ntypes:
+                raise DGLError(f"{what} expected node types among {g0.ntypes} in always_preserve, got {nt!r}")
+            preserve[nt] = _as_ids(g0, ids, g0.num_nodes(nt), what, f"{nt!r} node", allow_mask=False)
+    # per node type, the arrays whose first appearances order the kept nodes: always_preserve, then for each
+    # graph and each relation (canonical order) its sources, then its destinations
+    parts = {nt: [preserve[nt]] if nt in preserve else [] for nt in g0.ntypes}
+    slots = []
+    for g in graphs:
+        slot = {}
+        for cet in g.canonical_etypes:
+            s, _, d = cet
+            slot[cet] = (len(parts[s]), len(parts[d]) + (s == d))
+            parts[s].append(g._indexes[cet].src64)
+            parts[d].append(g._indexes[cet].dst64)
+        slots.append(slot)
+    induced, new_ids = {}, {}
+    empty = torch.zeros(0, dtype=_I64, device=g0.device)
+    for nt, arrays in parts.items():
+        nodes, new = _first_appearance(torch.cat(arrays) if arrays else empty)
+        induced[nt] = nodes
+        new_ids[nt] = list(torch.split(new, [a.numel() for a in arrays]))
+    idtype = g0.idtype
+    out = []
+    for g, slot in zip(graphs, slots):
+        node_frames = {}
+        for nt in g.ntypes:
+            rows = induced[nt]
+            frame = g.nodes[nt].data.subframe(rows) if copy_ndata else Frame(rows.numel(), g.device, "node")
+            frame[NID] = rows.to(idtype)
+            node_frames[nt] = frame
+        indexes, edge_frames = {}, {}
+        for cet, (si, di) in slot.items():
+            s, _, d = cet
+            indexes[cet] = Index.from_coo(new_ids[s][si].to(idtype), new_ids[d][di].to(idtype),
+                                          induced[s].numel(), induced[d].numel())
+            edge_frames[cet] = g.edges[cet].data.clone() if copy_edata else None
+        out.append(HeteroGraph(indexes, {nt: induced[nt].numel() for nt in g.ntypes}, node_frames, edge_frames,
+                               idtype, g.device))
+    return out[0] if single else out
+
+
+# ----------------------------------------------------------------------
 # self-loops, simple graphs, reverse edges
 # ----------------------------------------------------------------------
 _FILL_AGGREGATORS = ("sum", "mean", "max", "min")
@@ -235,10 +442,15 @@ def add_self_loop(g, edge_feat_names=None, fill_data=1.0, etype=None):
     :func:`remove_self_loop` first for exactly one loop per node). Node
     features are shared with ``g``; existing edges keep their features.
 
+    On a :class:`~mpgraph.heterograph.HeteroGraph` the self-loops go to the
+    relation ``etype`` (which must join one node type to itself); the other
+    relations are unchanged.
+
     Parameters
     ----------
-    g : Graph
-        A homogeneous graph (not a block, not uni-bipartite).
+    g : Graph or HeteroGraph
+        A homogeneous graph (not a block, not uni-bipartite), or a graph with
+        several types.
     edge_feat_names : list of str, optional
         Edge features whose self-loop rows are set from ``fill_data``; the
         self-loop rows of other edge features are zero (the frame's
@@ -249,18 +461,20 @@ def add_self_loop(g, edge_feat_names=None, fill_data=1.0, etype=None):
         aggregates the feature over each node's incoming edges (nodes without
         in-edges get 0; sums accumulate in fp32 for fp16/bf16).
     etype : str or (str, str, str), optional
-        The edge type (the graph has one).
+        The edge type; required on a graph with several relations.
 
     Returns
     -------
-    Graph
-        ``N + E`` edges; batch information is discarded, as in DGL.
+    Graph or HeteroGraph
+        ``N + E`` edges (in relation ``etype``); batch information is
+        discarded, as in DGL.
 
     Raises
     ------
     DGLError
         For a block or a uni-bipartite graph, an unknown feature name or an
-        unknown ``fill_data`` string.
+        unknown ``fill_data`` string; an unknown or missing ``etype``, or one
+        joining two node types, on a graph with several types.
 
     Examples
     --------
@@ -275,7 +489,12 @@ def add_self_loop(g, edge_feat_names=None, fill_data=1.0, etype=None):
     tensor([1., 2., 3., 3., 2., 1.])
     >>> add_self_loop(g).edata['he'].squeeze(1)
     tensor([1., 2., 3., 1., 1., 1.])
+    >>> hg = dgl.heterograph({('user', 'follows', 'user'): ([0], [1]), ('user', 'plays', 'game'): ([1], [0])})
+    >>> add_self_loop(hg, etype='follows').edges(etype='follows')
+    (tensor([0, 0, 1]), tensor([1, 0, 1]))
     """
+    if _is_typed(g):
+        return _typed_add_self_loop(g, edge_feat_names, fill_data, etype)
     _reject_block(g, "add_self_loop")
     etype = g.to_canonical_etype(etype)
     if etype[0] != etype[2]:
@@ -316,21 +535,27 @@ def remove_self_loop(g, etype=None):
     stored, as in DGL). Batch information is preserved: the per-graph edge
     counts are reduced by the self-loops each graph lost.
 
+    On a :class:`~mpgraph.heterograph.HeteroGraph` the self-loops of relation
+    ``etype`` (joining one node type to itself) are removed; the other
+    relations are unchanged, and per-graph edge counts of a batch are kept.
+
     Parameters
     ----------
-    g : Graph
-        A homogeneous graph (not a block, not uni-bipartite).
+    g : Graph or HeteroGraph
+        A homogeneous graph (not a block, not uni-bipartite), or a graph with
+        several types.
     etype : str or (str, str, str), optional
-        The edge type (the graph has one).
+        The edge type; required on a graph with several relations.
 
     Returns
     -------
-    Graph
+    Graph or HeteroGraph
 
     Raises
     ------
     DGLError
-        For a block or a uni-bipartite graph.
+        For a block or a uni-bipartite graph; an unknown or missing ``etype``,
+        or one joining two node types, on a graph with several types.
 
     Examples
     --------
@@ -342,6 +567,8 @@ def remove_self_loop(g, etype=None):
     >>> ng.edges(), ng.edata['he']
     ((tensor([0, 1]), tensor([1, 2])), tensor([0., 3.]))
     """
+    if _is_typed(g):
+        return _typed_remove_self_loop(g, etype)
     _reject_block(g, "remove_self_loop")
     etype = g.to_canonical_etype(etype)
     if etype[0] != etype[2]:
@@ -370,10 +597,13 @@ def to_simple(g, return_counts="count", writeback_mapping=False, copy_ndata=True
     The result has one edge per distinct ``(u, v)`` pair, **sorted by
     (source, destination)** as in DGL's CPU implementation.
 
+    On a :class:`~mpgraph.heterograph.HeteroGraph` every relation is
+    simplified on its own, and the mapping is a dict ``{canonical etype: (E,)}``.
+
     Parameters
     ----------
-    g : Graph
-        A graph (homogeneous or uni-bipartite; not a block).
+    g : Graph or HeteroGraph
+        A graph (homogeneous, uni-bipartite or with several types; not a block).
     return_counts : str or None, optional
         Edge feature that receives the number of merged edges (``idtype``);
         ``None`` stores nothing. Default ``'count'``.
@@ -389,7 +619,7 @@ def to_simple(g, return_counts="count", writeback_mapping=False, copy_ndata=True
 
     Returns
     -------
-    Graph, or (Graph, Tensor) when ``writeback_mapping``.
+    Graph or HeteroGraph, or (graph, mapping) when ``writeback_mapping``.
 
     Raises
     ------
@@ -406,9 +636,11 @@ def to_simple(g, return_counts="count", writeback_mapping=False, copy_ndata=True
     >>> sg.edges(), sg.edata['count'], sg.edata['h'], wm
     ((tensor([0, 1, 2]), tensor([1, 2, 0])), tensor([1, 2, 1]), tensor([ 3., 10.,  5.]), tensor([0, 1, 2, 1]))
     """
-    _reject_block(g, "to_simple")
     if aggregator not in _AGGREGATORS:
         raise DGLError(f"to_simple expected aggregator in {_AGGREGATORS}, got {aggregator!r}")
+    if _is_typed(g):
+        return _typed_to_simple(g, return_counts, writeback_mapping, copy_ndata, copy_edata, aggregator)
+    _reject_block(g, "to_simple")
     index = g._index
     ns, nd = index.num_src, index.num_dst
     key = index.src64 * max(nd, 1) + index.dst64
@@ -439,10 +671,14 @@ def to_bidirected(g, copy_ndata=False, readonly=None):
     Parallel edges are merged; edges are sorted by (source, destination).
     Edge features are dropped (their rows no longer match one edge each).
 
+    On a :class:`~mpgraph.heterograph.HeteroGraph` every relation (each must
+    join one node type to itself) is made bidirected on its own.
+
     Parameters
     ----------
-    g : Graph
-        A homogeneous graph (not a block, not uni-bipartite).
+    g : Graph or HeteroGraph
+        A homogeneous graph (not a block, not uni-bipartite), or a graph with
+        several types whose relations each join one type to itself.
     copy_ndata : bool, optional
         Share the node features (default False, as in DGL).
     readonly : bool, optional
@@ -465,6 +701,8 @@ def to_bidirected(g, copy_ndata=False, readonly=None):
     >>> to_bidirected(g).edges()
     (tensor([0, 0, 1, 1, 2, 2]), tensor([1, 2, 0, 2, 0, 1]))
     """
+    if _is_typed(g):
+        return _typed_to_bidirected(g, copy_ndata)
     _require_homogeneous(g, "to_bidirected")
     src, dst = g._index.src64, g._index.dst64
     N = g.num_nodes()
@@ -481,11 +719,18 @@ def add_reverse_edges(g, readonly=None, copy_ndata=True, copy_edata=False, ignor
     ``j`` when ``exclude_self`` is False). Parallel edges may result; use
     :func:`to_bidirected` for a simple graph.
 
+    On a :class:`~mpgraph.heterograph.HeteroGraph` (as DGL) each relation
+    joining one node type to itself gets its reverse edges appended in the
+    same relation; a relation between two types is an error, or is kept
+    unchanged with ``ignore_bipartite``. (The transform
+    :class:`~mpgraph.transforms.AddReverse` adds ``'rev_<etype>'`` relations
+    instead.)
+
     Parameters
     ----------
-    g : Graph
+    g : Graph or HeteroGraph
         A homogeneous graph; a uni-bipartite graph only with ``ignore_bipartite``
-        (then returned with its edges unchanged).
+        (then returned with its edges unchanged); a graph with several types.
     readonly : bool, optional
         Deprecated in DGL and ignored.
     copy_ndata : bool, optional
@@ -517,6 +762,8 @@ def add_reverse_edges(g, readonly=None, copy_ndata=True, copy_edata=False, ignor
     >>> rg.edges(), rg.edata['h']
     ((tensor([0, 0, 1]), tensor([0, 1, 0])), tensor([1., 2., 2.]))
     """
+    if _is_typed(g):
+        return _typed_add_reverse_edges(g, copy_ndata, copy_edata, ignore_bipartite, exclude_self)
     _reject_block(g, "add_reverse_edges")
     index = g._index
     src, dst = index.src64, index.dst64
@@ -538,13 +785,14 @@ def add_reverse_edges(g, readonly=None, copy_ndata=True, copy_edata=False, ignor
 def reverse(g, copy_ndata=True, copy_edata=False, *, share_ndata=None, share_edata=None):
     """The graph with every edge reversed; edge ``k`` of the result is edge ``k`` of ``g`` reversed.
 
-    A uni-bipartite relation ``(U, E, V)`` becomes ``(V, E, U)``. The
-    result shares the structure's built sparse formats (its CSR is ``g``'s
-    CSC), so nothing is re-sorted.
+    A uni-bipartite relation ``(U, E, V)`` becomes ``(V, E, U)``; on a
+    :class:`~mpgraph.heterograph.HeteroGraph` every relation is reversed so,
+    and batch counts are kept. The result shares the structure's built sparse
+    formats (its CSR is ``g``'s CSC), so nothing is re-sorted.
 
     Parameters
     ----------
-    g : Graph
+    g : Graph or HeteroGraph
         A graph (not a block).
     copy_ndata : bool, optional
         Share the node features (default True).
@@ -573,6 +821,8 @@ def reverse(g, copy_ndata=True, copy_edata=False, *, share_ndata=None, share_eda
         copy_ndata = share_ndata
     if share_edata is not None:
         copy_edata = share_edata
+    if _is_typed(g):
+        return _typed_reverse(g, copy_ndata, copy_edata)
     _reject_block(g, "reverse")
     srctype, etype, dsttype = g.canonical_etypes[0]
     if copy_ndata:
@@ -1189,12 +1439,20 @@ def compact_graphs(graphs, always_preserve=None, copy_ndata=True, copy_edata=Tru
     destinations (as in DGL's CPU implementation); the mapping is the same
     for all graphs and stored as ``ndata[NID]``. Edges keep their order.
 
+    For :class:`~mpgraph.heterograph.HeteroGraph` graphs the same is done per
+    node type: a node is kept when an edge of any relation of any graph
+    touches it; the order of first appearance runs over ``always_preserve``,
+    then for each graph and each relation (in ``canonical_etypes`` order) its
+    sources, then its destinations.
+
     Parameters
     ----------
-    graphs : Graph or list of Graph
-        Graphs with the same node types, node counts, idtype and device (not blocks).
+    graphs : Graph, HeteroGraph or list of them
+        Graphs with the same node types, node counts, idtype and device (not
+        blocks; all Graph or all HeteroGraph).
     always_preserve : Tensor, sequence or dict, optional
-        Nodes to keep even when isolated (``{ntype: ids}`` for uni-bipartite graphs).
+        Nodes to keep even when isolated (``{ntype: ids}`` for uni-bipartite
+        graphs and graphs with several node types).
     copy_ndata : bool, optional
         Gather the node features of the kept nodes (default True). ``NID`` is
         stored either way.
@@ -1222,10 +1480,12 @@ def compact_graphs(graphs, always_preserve=None, copy_ndata=True, copy_edata=Tru
     (tensor([1, 3, 5, 6, 8]), (tensor([0, 1]), tensor([1, 2])), (tensor([3, 0]), tensor([0, 4])))
     """
     what = "compact_graphs"
-    single = isinstance(graphs, Graph)
+    single = isinstance(graphs, (Graph, HeteroGraph))
     graphs = [graphs] if single else list(graphs)
     if not graphs:
         return []
+    if isinstance(graphs[0], HeteroGraph):
+        return _typed_compact_graphs(graphs, always_preserve, copy_ndata, copy_edata, single)
     g0 = graphs[0]
     for g in graphs:
         _reject_block(g, what)

@@ -10,10 +10,16 @@ tensors and never modify a tensor in place.
 Random transforms draw from torch's global generator (on the CPU, as DGL
 does), so ``torch.manual_seed`` makes them reproducible.
 
-This release holds one relation per graph, so transforms that would add a
-relation (``AddSelfLoop(new_etypes=True)``, ``AddReverse`` on a uni-bipartite
-graph or with ``sym_new_etype=True``) raise :class:`~mpgraph.DGLError`.
-Blocks are rejected by every transform here.
+Graphs with several node or edge types
+(:class:`~mpgraph.heterograph.HeteroGraph`) are transformed relation by
+relation by :class:`AddSelfLoop`, :class:`RemoveSelfLoop`, :class:`AddReverse`
+(which adds a ``'rev_<etype>'`` relation for every relation between two
+types) and :class:`ToSimple`; the other transforms raise
+:class:`~mpgraph.DGLError` naming themselves for them. A
+:class:`~mpgraph.graph.Graph` holds one relation, so transforms that would add
+a relation to it (``AddReverse`` on a uni-bipartite Graph) raise, and so do
+``AddSelfLoop(new_etypes=True)`` and ``AddReverse(sym_new_etype=True)``
+(not implemented). Blocks are rejected by every transform here.
 """
 
 import numbers
@@ -21,11 +27,12 @@ import numbers
 import torch
 from torch.distributions import Bernoulli
 
+from .._index import Index
 from ..base import DGLError, DGLTypeError
 from ..frame import Frame
 from . import functional
-from .functional import (_AGGREGATORS, _FILL_AGGREGATORS, _check_int, _new_graph, _reject_block,
-                         _shared_node_frames)
+from .functional import (_AGGREGATORS, _FILL_AGGREGATORS, _check_int, _is_typed, _kept, _new_graph, _reject_block,
+                         _shared_node_frames, _typed_graph, _typed_rebuild)
 
 __all__ = [
     "BaseTransform", "Compose", "AddSelfLoop", "RemoveSelfLoop", "AddReverse", "ToSimple", "LineGraph",
@@ -116,7 +123,10 @@ class AddSelfLoop(BaseTransform):
     """Add a self-loop to every node (see :func:`~mpgraph.transforms.add_self_loop`).
 
     A uni-bipartite graph is returned unchanged (its relation joins two node
-    types), as in DGL.
+    types), as in DGL. On a :class:`~mpgraph.heterograph.HeteroGraph` every
+    relation joining one node type to itself gets the self-loops (the others
+    are unchanged); ``edge_feat_names`` then applies to the relations having
+    those features.
 
     Parameters
     ----------
@@ -137,6 +147,10 @@ class AddSelfLoop(BaseTransform):
     >>> from mpgraph.transforms import AddSelfLoop
     >>> AddSelfLoop()(dgl.graph(([1, 1], [1, 2]))).edges()
     (tensor([1, 0, 1, 2]), tensor([2, 0, 1, 2]))
+    >>> hg = dgl.heterograph({('user', 'follows', 'user'): ([0], [1]), ('user', 'plays', 'game'): ([1], [0])})
+    >>> ng = AddSelfLoop()(hg)
+    >>> ng.num_edges('follows'), ng.num_edges('plays')
+    (3, 1)
     """
 
     def __init__(self, allow_duplicate=False, new_etypes=False, edge_feat_names=None, fill_data=1.0):
@@ -152,6 +166,18 @@ class AddSelfLoop(BaseTransform):
         self.fill_data = fill_data
 
     def __call__(self, g):
+        if _is_typed(g):
+            _typed_graph(g, "AddSelfLoop")
+            for cet in g.canonical_etypes:
+                if cet[0] != cet[2]:
+                    continue
+                if not self.allow_duplicate:
+                    g = functional.remove_self_loop(g, etype=cet)
+                names = self.edge_feat_names
+                if names is not None:
+                    names = [k for k in names if k in g.edges[cet].data]
+                g = functional.add_self_loop(g, edge_feat_names=names, fill_data=self.fill_data, etype=cet)
+            return g
         _reject_block(g, "AddSelfLoop")
         utype, _, vtype = g.canonical_etypes[0]
         if utype != vtype:
@@ -164,7 +190,9 @@ class AddSelfLoop(BaseTransform):
 class RemoveSelfLoop(BaseTransform):
     """Remove every self-loop (see :func:`~mpgraph.transforms.remove_self_loop`).
 
-    A uni-bipartite graph is returned unchanged.
+    A uni-bipartite graph is returned unchanged; on a
+    :class:`~mpgraph.heterograph.HeteroGraph` every relation joining one node
+    type to itself loses its self-loops.
 
     Examples
     --------
@@ -175,6 +203,12 @@ class RemoveSelfLoop(BaseTransform):
     """
 
     def __call__(self, g):
+        if _is_typed(g):
+            _typed_graph(g, "RemoveSelfLoop")
+            for cet in g.canonical_etypes:
+                if cet[0] == cet[2]:
+                    g = functional.remove_self_loop(g, etype=cet)
+            return g
         _reject_block(g, "RemoveSelfLoop")
         utype, _, vtype = g.canonical_etypes[0]
         if utype != vtype:
@@ -183,25 +217,31 @@ class RemoveSelfLoop(BaseTransform):
 
 
 class AddReverse(BaseTransform):
-    """Append a reverse edge ``(v, u)`` for every edge ``(u, v)`` of a homogeneous graph.
+    """Append a reverse edge ``(v, u)`` for every edge ``(u, v)``.
 
-    Reverse edge ``E + k`` reverses edge ``k`` (self-loops too). Node features
-    are shared. Edge features are extended: reverse rows copy the forward
-    rows with ``copy_edata``, and are zero otherwise.
+    For a relation joining one node type to itself (a homogeneous graph),
+    reverse edge ``E + k`` reverses edge ``k`` (self-loops too) in the same
+    relation; edge features are extended: reverse rows copy the forward rows
+    with ``copy_edata``, and are zero otherwise. On a
+    :class:`~mpgraph.heterograph.HeteroGraph` a relation ``(U, E, V)``
+    between two types gets a new relation ``(V, 'rev_E', U)`` whose edge
+    ``k`` reverses edge ``k`` of ``(U, E, V)`` (with its features when
+    ``copy_edata``, none otherwise). Node features are shared.
 
     Parameters
     ----------
     copy_edata : bool, optional
         Copy edge features to the reverse edges (default False: zeros).
     sym_new_etype : bool, optional
-        DGL puts reverse edges in a new ``'rev_<etype>'`` relation; that needs
-        multi-relation graphs, so only False (default) is supported.
+        DGL can also put the reverse edges of a same-type relation in a new
+        ``'rev_<etype>'`` relation; only False (default) is supported.
 
     Raises
     ------
     DGLError
-        ``sym_new_etype=True``; at call time, a uni-bipartite graph (its
-        reverse is a second relation) or a block.
+        ``sym_new_etype=True``; at call time, a uni-bipartite Graph (its
+        reverse is a second relation, which a one-relation Graph cannot hold),
+        a block, or a ``'rev_<etype>'`` relation that already exists.
 
     Examples
     --------
@@ -213,34 +253,66 @@ class AddReverse(BaseTransform):
     >>> ng.edges(), ng.edata['w']
     ((tensor([0, 1]), tensor([1, 0])), tensor([[1., 1.],
             [0., 0.]]))
+    >>> hg = dgl.heterograph({('user', 'follows', 'user'): ([0], [1]), ('user', 'plays', 'game'): ([1], [0])})
+    >>> AddReverse()(hg).canonical_etypes
+    [('game', 'rev_plays', 'user'), ('user', 'follows', 'user'), ('user', 'plays', 'game')]
     """
 
     def __init__(self, copy_edata=False, sym_new_etype=False):
         if sym_new_etype:
-            raise DGLError("AddReverse expected sym_new_etype=False: a separate reverse relation needs "
-                           "multi-relation heterographs, which are not supported yet; got sym_new_etype=True")
+            raise DGLError("AddReverse expected sym_new_etype=False: reverse relations for relations within one "
+                           "node type are not implemented; got sym_new_etype=True")
         self.copy_edata = copy_edata
         self.sym_new_etype = sym_new_etype
 
+    def _doubled(self, frame, E, device):
+        """Edge frame of a same-type relation with its reverse rows appended."""
+        cols = {}
+        for key, feat in frame.items():
+            cols[key] = torch.cat([feat, feat if self.copy_edata else torch.zeros_like(feat)], 0)
+        return Frame(2 * E, device, "edge", cols)
+
+    def _typed(self, g):
+        _typed_graph(g, "AddReverse")
+        relations = {}
+        for cet in g.canonical_etypes:
+            utype, etype, vtype = cet
+            index, frame = _kept(g, cet)
+            if utype == vtype:
+                src, dst = index.src, index.dst
+                relations[cet] = (Index.from_coo(torch.cat([src, dst]), torch.cat([dst, src]), index.num_src,
+                                                 index.num_dst), self._doubled(frame, index.num_edges, g.device))
+                continue
+            relations[cet] = (index, frame)
+            rev = (vtype, "rev_" + etype, utype)
+            if rev in g.canonical_etypes:
+                raise DGLError(f"AddReverse expected no relation {rev} in the graph (it holds the reverse of {cet}), "
+                               "got one; rename it or add the reverse edges yourself")
+            relations[rev] = (index.reverse(), frame.clone() if self.copy_edata else Frame(index.num_edges,
+                                                                                          g.device, "edge"))
+        return _typed_rebuild(g, relations)
+
     def __call__(self, g):
+        if _is_typed(g):
+            return self._typed(g)
         _reject_block(g, "AddReverse")
         if g._bipartite:
             utype, etype, vtype = g.canonical_etypes[0]
-            raise DGLError(f"AddReverse expected a homogeneous graph: reversing the uni-bipartite relation "
-                           f"{g.canonical_etypes[0]} adds the relation {(vtype, 'rev_' + etype, utype)}, and "
-                           "multi-relation heterographs are not supported yet")
+            raise DGLError(f"AddReverse expected a homogeneous Graph: reversing the uni-bipartite relation "
+                           f"{g.canonical_etypes[0]} adds the relation {(vtype, 'rev_' + etype, utype)}, and a Graph "
+                           "holds one relation; build the graph with both relations with mpgraph.heterograph, e.g. "
+                           f"{{{g.canonical_etypes[0]}: (u, v), {(vtype, 'rev_' + etype, utype)}: (v, u)}}")
         src, dst = g._index.src64, g._index.dst64
-        E, N = g.num_edges(), g.num_nodes()
-        cols = {}
-        for key, feat in g.edata.items():
-            cols[key] = torch.cat([feat, feat if self.copy_edata else torch.zeros_like(feat)], 0)
-        edge_frame = Frame(2 * E, g.device, "edge", cols)
+        N = g.num_nodes()
+        edge_frame = self._doubled(g.edata, g.num_edges(), g.device)
         return _new_graph(g, torch.cat([src, dst]), torch.cat([dst, src]), N, N,
                           _shared_node_frames(g), edge_frame)
 
 
 class ToSimple(BaseTransform):
     """Merge parallel edges (see :func:`~mpgraph.transforms.to_simple`), keeping edge features.
+
+    On a :class:`~mpgraph.heterograph.HeteroGraph` every relation is simplified on its own.
 
     Parameters
     ----------
