@@ -17,7 +17,7 @@ imported lazily on the first op call; a backend package joins by defining in
 its ``__init__.py``::
 
     KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports),
-               "edge_softmax_backward": (fn, supports)}
+               "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -110,6 +110,16 @@ Kernels by op:
 
     with the group sum in the accum dtype of ``promote(y.dtype, out_dtype)``
     and one rounding into ``out_dtype`` (the logits' dtype). ``(E, F)``.
+
+``scatter_winners(winner, coef, pos, rows, cols) -> out``
+    The backward of gSpMM max/min: ``winner: (R, F)`` int64 (an ``arg_u``/``arg_e``
+    of the forward, -1 where a row had no edge), ``coef: (R, F)`` float32/float64
+    (the gradient, already multiplied by the other operand where the message needs
+    it; entries where ``winner < 0`` are ignored, whatever they hold), ``pos: (F,)``
+    int64 or None (the operand column each output feature read: ``bcast.lhs_off``;
+    None is the identity). Returns ``out: (rows, cols)`` in ``coef``'s dtype::
+
+        out[winner[r, f], pos[f]] += coef[r, f]     for winner[r, f] >= 0
 """
 
 import contextlib
@@ -124,10 +134,10 @@ from ..base import DGLError
 from ..precision import autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
-           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "OPS", "PRIORITY"]
+           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
-OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward")
+OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -372,6 +382,14 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
         return fn(index, out, grad_out, out_dtype)
 
 
+def scatter_winners(winner, coef, pos, rows, cols):
+    """Run the selected scatter-to-winners kernel; answers empty cases itself. Returns ``(rows, cols)``."""
+    if winner.numel() == 0 or rows == 0 or cols == 0:
+        return torch.zeros(rows, cols, dtype=coef.dtype, device=coef.device)
+    fn = _choose("scatter_winners", winner, coef, pos, rows, cols)
+    return fn(winner, coef, pos, rows, cols)
+
+
 def _register_builtin():
     from . import _reference, _torch_backend
     register("spmm", "reference", _reference.spmm)
@@ -382,6 +400,8 @@ def _register_builtin():
     register("edge_softmax", "torch", _torch_backend.edge_softmax)
     register("edge_softmax_backward", "reference", _reference.edge_softmax_backward)
     register("edge_softmax_backward", "torch", _torch_backend.edge_softmax_backward)
+    register("scatter_winners", "reference", _reference.scatter_winners)
+    register("scatter_winners", "torch", _reference.scatter_winners)   # index_add_ is torch's best here
 
 
 _register_builtin()

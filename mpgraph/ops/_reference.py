@@ -129,3 +129,14 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
     gy = g * y
     s = torch.zeros(index.num_dst, gy.shape[1], dtype=acc, device=gy.device).index_add_(0, index.dst64, gy)
     return (gy - y * s.index_select(0, index.dst64)).to(out_dtype)
+
+
+def scatter_winners(winner, coef, pos, rows, cols):
+    """``out[winner[r, f], pos[f]] += coef[r, f]`` for ``winner >= 0`` with ``index_add_`` (any device)."""
+    valid = winner >= 0
+    F = coef.shape[1]
+    col = torch.arange(F, dtype=torch.int64, device=coef.device) if pos is None else pos
+    flat = (winner.clamp(min=0) * cols + col).reshape(-1)
+    out = torch.zeros(rows * cols, dtype=coef.dtype, device=coef.device)
+    out.index_add_(0, flat, torch.where(valid, coef, 0.0).reshape(-1))
+    return out.reshape(rows, cols)

@@ -184,6 +184,14 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
     return grad_lhs, grad_rhs
 
 
+def _scatter_winners(winner, coef, pos, rows, cols):
+    """The max/min backward scatter: the selected kernel, or (create_graph=True) differentiable index_add_."""
+    if torch.is_grad_enabled() and coef.requires_grad:
+        from ._reference import scatter_winners as differentiable
+        return differentiable(winner, coef, pos, rows, cols)
+    return _dispatch.scatter_winners(winner, coef, pos, rows, cols)
+
+
 def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_lhs, need_rhs):
     """Gradients of max/min gSpMM: each output element's gradient goes to its winning edge."""
     N_src, E = index.num_src, index.num_edges
@@ -195,39 +203,43 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
         if need_rhs:
             grad_rhs = torch.zeros_like(rhs)
         return grad_lhs, grad_rhs
-    winner = arg_u if arg_u is not None else arg_e                     # [N_dst, F], -1 = no edge
-    valid = winner >= 0
-    f = torch.arange(F, dtype=torch.int64, device=grad_out.device)
-    lpos = f if bcast.lhs_off is None else bcast.lhs_off               # [F]
-    rpos = f if bcast.rhs_off is None else bcast.rhs_off
+    # coefficients where the winner is -1 are ignored by the scatter (whatever they hold)
+    F_idx = None
     u = None if arg_u is None else arg_u.clamp(min=0)
     e = None if arg_e is None else arg_e.clamp(min=0)
     L, R = bcast.L, bcast.R
+
+    def col(off):
+        nonlocal F_idx
+        if off is not None:
+            return off
+        if F_idx is None:
+            F_idx = torch.arange(F, dtype=torch.int64, device=grad_out.device)
+        return F_idx
+
     if need_lhs:
         acc = accum_dtype(lhs.dtype)
-        coef = torch.where(valid, grad_out.to(acc), 0.0)
+        coef = grad_out.to(acc)
         if op == "mul":
-            coef = coef * rhs.reshape(-1)[e * R + rpos].to(acc)
+            coef = coef * rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
         elif op == "div":
-            coef = coef / rhs.reshape(-1)[e * R + rpos].to(acc)
-        grad = torch.zeros(N_src * L, dtype=acc, device=coef.device)
-        grad.index_add_(0, (u * L + lpos).reshape(-1), coef.reshape(-1))
-        grad_lhs = grad.reshape(N_src, L).to(lhs.dtype)
+            coef = coef / rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
+        grad = _scatter_winners(arg_u, coef, bcast.lhs_off, N_src, L)
+        grad_lhs = grad.to(lhs.dtype)
     if need_rhs:
         acc = accum_dtype(rhs.dtype)
-        coef = torch.where(valid, grad_out.to(acc), 0.0)
+        coef = grad_out.to(acc)
         if op == "sub":
             coef = -coef
         elif op in ("mul", "div"):
-            x = lhs.reshape(-1)[u * L + lpos].to(acc)
+            x = lhs.reshape(-1)[u * L + col(bcast.lhs_off)].to(acc)
             if op == "mul":
                 coef = coef * x
             else:
-                r = rhs.reshape(-1)[e * R + rpos].to(acc)
+                r = rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
                 coef = -coef * x / (r * r)
-        grad = torch.zeros(E * R, dtype=acc, device=coef.device)
-        grad.index_add_(0, (e * R + rpos).reshape(-1), coef.reshape(-1))
-        grad_rhs = grad.reshape(E, R).to(rhs.dtype)
+        grad = _scatter_winners(arg_e, coef, bcast.rhs_off, E, R)
+        grad_rhs = grad.to(rhs.dtype)
     return grad_lhs, grad_rhs
 
 

@@ -516,3 +516,48 @@ def test_inputs_that_require_grad():
     assert out.tolist() == [[1.0] * 3, [2.0] * 3] and not out.requires_grad
     assert K.gsddmm("dot", indptr, indices, eid, x, x).tolist() == [[3.0]] * 3
     assert K.edge_softmax_forward(indptr, eid, w).tolist() == [[1.0], [0.5], [0.5]]
+
+
+# ----------------------------------------------------------------------------- max/min backward scatter
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+@pytest.mark.parametrize("broadcast", [False, True], ids=["identity", "broadcast"])
+def test_scatter_winners_matches_plain_loop(dtype, broadcast):
+    from mpgraph.ops._cpu.scatter import scatter_winners
+
+    gen = torch.Generator().manual_seed(11)
+    R, F, rows = 257, 40, 31
+    winner = torch.randint(-1, rows, (R, F), generator=gen)
+    winner[5] = -1                                          # a row without edges
+    coef = torch.randn(R, F, generator=gen, dtype=F64).to(dtype)
+    coef[winner < 0] = float("nan")                         # ignored entries may hold anything
+    pos = torch.arange(F) % 4 if broadcast else None
+    cols = 4 if broadcast else F
+    expected = torch.zeros(rows, cols, dtype=F64)
+    for r in range(R):
+        for f in range(F):
+            if winner[r, f] >= 0:
+                expected[winner[r, f], f if pos is None else pos[f]] += coef[r, f].double()
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            out = scatter_winners(winner, coef, pos, rows, cols)
+            assert out.dtype == dtype and out.shape == (rows, cols)
+            results.append(out)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[1])             # same sums, same order, any thread count
+    assert_close(results[0], expected, dtype)
+    assert not torch.isnan(results[0]).any()
+
+
+def test_scatter_winners_rejects_bad_input():
+    from mpgraph.ops._cpu.scatter import scatter_winners
+
+    with pytest.raises(TypeError, match="float32/float64"):
+        scatter_winners(torch.zeros(2, 2, dtype=torch.int64), torch.zeros(2, 2, dtype=BF16), None, 2, 2)
+    with pytest.raises(ValueError, match="winner"):
+        scatter_winners(torch.zeros(2, 3, dtype=torch.int64), torch.zeros(2, 2), None, 2, 2)

@@ -21,8 +21,8 @@ import torch
 
 from . import available, unavailable_reason
 
-__all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "spmm_supports", "sddmm_supports",
-           "edge_softmax_supports", "edge_softmax_backward_supports"]
+__all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_supports",
+           "sddmm_supports", "edge_softmax_supports", "edge_softmax_backward_supports", "scatter_winners_supports"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
@@ -128,9 +128,23 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
     return kernel(indptr, eid, out, grad_out, out_dtype=out_dtype)
 
 
+def scatter_winners_supports(winner, coef, pos, rows, cols):
+    """Whether :func:`scatter_winners` runs this call: CPU float32/float64 values and Numba present."""
+    return (winner.device.type == "cpu" and coef.device.type == "cpu"
+            and coef.dtype in (torch.float32, torch.float64) and _numba_ok())
+
+
+def scatter_winners(winner, coef, pos, rows, cols):
+    """Max/min backward: add ``coef`` to each element's winner, one pass (:mod:`.scatter`)."""
+    from .scatter import scatter_winners as kernel
+
+    return kernel(winner, coef, pos, rows, cols)
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "sddmm": (sddmm, sddmm_supports),
     "edge_softmax": (edge_softmax, edge_softmax_supports),
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
+    "scatter_winners": (scatter_winners, scatter_winners_supports),
 }

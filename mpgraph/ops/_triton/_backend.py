@@ -30,7 +30,7 @@ from ._layout import fits_groups
 
 __all__ = ["KERNELS", "CPU_OPT_IN", "SPLIT", "cached_schedule", "unavailable_reason", "spmm", "sddmm", "edge_softmax",
            "edge_softmax_backward", "spmm_supports", "sddmm_supports", "edge_softmax_supports",
-           "edge_softmax_backward_supports"]
+           "edge_softmax_backward_supports", "scatter_winners", "scatter_winners_supports"]
 
 #: Environment variable that lets the backend take CPU tensors (it then needs ``TRITON_INTERPRET=1``).
 CPU_OPT_IN = "MPGRAPH_TRITON_ON_CPU"
@@ -197,9 +197,22 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
                                out_dtype=out_dtype)
 
 
+def scatter_winners_supports(winner, coef, pos, rows, cols):
+    """Whether :func:`scatter_winners` runs this call (the backend's devices)."""
+    return _device_ok(coef.device)
+
+
+def scatter_winners(winner, coef, pos, rows, cols):
+    """Max/min backward scatter: ``index_add_`` (atomic adds on the GPU), which needs no Triton kernel."""
+    from .._reference import scatter_winners as index_add_scatter
+
+    return index_add_scatter(winner, coef, pos, rows, cols)
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "sddmm": (sddmm, sddmm_supports),
     "edge_softmax": (edge_softmax, edge_softmax_supports),
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
+    "scatter_winners": (scatter_winners, scatter_winners_supports),
 }

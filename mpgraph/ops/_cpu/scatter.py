@@ -1,0 +1,82 @@
+"""Scatter-add to winners on the CPU: the backward of gSpMM max/min.
+
+For every element ``(r, f)`` of a max/min result the gradient goes to the one input element that
+won: ``out[winner[r, f] * cols + pos[f]] += coef[r, f]``, skipping ``winner < 0`` (rows without
+edges). One pass, no ``(R, F)`` index tensors. Threads take disjoint blocks of columns ``f``: with
+``pos`` the identity, different columns write different output elements, so no two threads ever
+write the same place and no atomics are needed; a broadcast ``pos`` (several ``f`` reading one
+column) runs on one thread. Accumulation is in ``coef``'s dtype (float32 or float64); each output
+element receives its contributions in row order, so results do not depend on the thread count.
+"""
+
+import functools
+
+import numpy as np
+import torch
+from numba import njit
+
+from ._core import SOURCE_HASH, atomic_fetch_add, borrow, num_threads, run_parallel
+
+__all__ = ["scatter_winners"]
+
+#: columns per work chunk (16 fp32 = one 64-byte cache line of each row)
+COLUMN_BLOCK = 16
+
+
+@functools.cache
+def _kernel():
+    source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+
+    @njit(cache=True, nogil=True)
+    def kernel(counter, out, winner, coef, pos, R, F, cols, identity, width):
+        _ = source_hash
+        out, winner, coef, pos = borrow(out), borrow(winner), borrow(coef), borrow(pos)
+        nchunks = (F + width - 1) // width
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < nchunks:
+            f0 = c * width
+            f1 = min(F, f0 + width)
+            for r in range(R):
+                base = r * F
+                for f in range(f0, f1):
+                    w = winner[base + f]
+                    if w >= 0:
+                        p = f if identity else pos[f]
+                        out[w * cols + p] += coef[base + f]
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+def scatter_winners(winner, coef, pos, rows, cols):
+    """``out[winner[r, f] * cols + pos[f]] += coef[r, f]`` over ``winner >= 0``; returns ``(rows, cols)``.
+
+    Parameters
+    ----------
+    winner : Tensor int64 ``(R, F)``
+        Row of the output each element goes to (-1: nowhere).
+    coef : Tensor float32/float64 ``(R, F)``
+        Values to add (the result has this dtype).
+    pos : Tensor int64 ``(F,)`` or None
+        Output column of each ``f``; None means ``f`` itself (then ``cols == F``).
+    rows, cols : int
+        Shape of the result.
+    """
+    if coef.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"expected float32/float64 coefficients, got {coef.dtype}")
+    if winner.dtype != torch.int64 or winner.shape != coef.shape or winner.dim() != 2:
+        raise ValueError(f"expected int64 winner of coef's 2-D shape {tuple(coef.shape)}, got {winner.dtype} "
+                         f"{tuple(winner.shape)}")
+    R, F = coef.shape
+    if pos is None and cols != F:
+        raise ValueError(f"expected cols == F ({F}) when pos is None, got {cols}")
+    out = torch.zeros(rows * cols, dtype=coef.dtype)
+    if R == 0 or F == 0 or rows == 0:
+        return out.reshape(rows, cols)
+    identity = pos is None
+    pos_np = np.zeros(0, np.int64) if identity else pos.contiguous().numpy()
+    nthreads = num_threads(R * F) if identity else 1
+    nthreads = min(nthreads, (F + COLUMN_BLOCK - 1) // COLUMN_BLOCK)
+    run_parallel(_kernel(), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
+                 coef.detach().contiguous().reshape(-1).numpy(), pos_np, R, F, cols, identity, COLUMN_BLOCK)
+    return out.reshape(rows, cols)
