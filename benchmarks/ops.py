@@ -20,7 +20,7 @@ inside the run:
 * ``vs_reference``: fast over reference (the >= 3x target for u_dot_v and edge softmax).
 
 ``peak_extra_mb``: for u_dot_v and edge softmax, the resident-memory growth of one fast forward+backward
-(``ru_maxrss`` of a forked child over its start), against the ``E x D x 4`` bytes an intermediate would take.
+(peak RSS over its start, as ``mpgraph train`` measures), against the ``E x D x 4`` bytes an intermediate would take.
 
 Graphs: ``uniform`` (N=100k, E=2M, from ``shared/bench/graphs.py``) and ``large`` (N=1M, E=10M, in-degrees
 Zipf-like; features beyond the L3). Usage::
@@ -32,7 +32,6 @@ Zipf-like; features beyond the L3). Usage::
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 
@@ -149,23 +148,16 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
 
 
 def _peak_extra_mb(fn):
-    """Resident-memory growth (MB) of ``fn()`` run in a forked child (``ru_maxrss`` after over before)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # child
-        os.close(r)
-        try:
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            fn()
-            after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            os.write(w, str((after - before) / 1024).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = os.read(r, 64)
-    os.close(r)
-    os.waitpid(pid, 0)
-    return round(float(data), 1) if data else None
+    """Peak resident-memory growth (MB) while ``fn()`` runs: the kernel's ``VmHWM`` reset and re-read
+    (:class:`mpgraph.cli.memory.PeakMemory`, in this process; a fork would deadlock on the thread pools)."""
+    import gc
+
+    from mpgraph.cli.memory import PeakMemory
+
+    gc.collect()
+    with PeakMemory("cpu") as mem:
+        fn()
+    return round(mem.peak_bytes / 2**20, 1)
 
 
 def main(argv=None):
