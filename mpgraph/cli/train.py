@@ -290,7 +290,7 @@ def _table(s):
         ("precision / device", f"{s['precision']} / {s['device']} ({s['threads']} threads)"),
         (f"test accuracy at best val ({s['runs']} run{'s' if s['runs'] > 1 else ''})", f"{acc} %"),
         ("median epoch time", f"{1e3 * s['median_epoch_s']:.1f} ms"),
-        ("peak memory (over baseline)", _fmt_mem(s["peak_mem_bytes"])),
+        ("peak memory (per step, after epoch 1)", _fmt_mem(s["peak_mem_bytes"])),
         ("edges per second", f"{s['edges_per_s']:.3g}"),
         ("final training loss", f"{s['final_loss']:.4f}"),
     ]
@@ -316,7 +316,7 @@ def plot_curves(summaries, path, memory_bars=False):
         ax = axes[0][1]
         names = list(summaries)
         ax.bar(names, [(summaries[n]["peak_mem_bytes"] or 0) / 2**20 for n in names])
-        ax.set_ylabel("peak memory over baseline (MiB)")
+        ax.set_ylabel("peak memory per step, after epoch 1 (MiB)")
         ax.set_title("memory")
     fig.tight_layout()
     tmp = f"{path}.tmp-{os.getpid()}.png"
