@@ -134,7 +134,8 @@ from ..base import DGLError
 from ..precision import autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
-           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "OPS", "PRIORITY"]
+           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "capture", "restored",
+           "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
 OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners")
@@ -294,6 +295,28 @@ def record_backends():
         yield seen
     finally:
         _recording.reset(token)
+
+
+def capture():
+    """The selection state now (forced backend, recording list), for an autograd ``backward`` to restore.
+
+    Autograd may run a backward on another thread (CUDA tensors), where the context variables behind
+    :func:`use_backend` and :func:`record_backends` are not set; the op layer captures them in
+    ``forward`` and runs ``backward`` under :func:`restored`, so the backward uses the same selection.
+    """
+    return _forced.get(), _recording.get()
+
+
+@contextlib.contextmanager
+def restored(state):
+    """Context manager re-establishing a :func:`capture` state."""
+    forced, recording = state
+    t_forced, t_recording = _forced.set(forced), _recording.set(recording)
+    try:
+        yield
+    finally:
+        _recording.reset(t_recording)
+        _forced.reset(t_forced)
 
 
 def _requested():

@@ -110,6 +110,7 @@ class EdgeSoftmax(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, index, out_dtype, logits):
+        ctx.selection = _dispatch.capture()
         out = _dispatch.edge_softmax(index, logits, out_dtype)
         ctx.index, ctx.logits_dtype = index, logits.dtype
         ctx.save_for_backward(out)
@@ -117,6 +118,11 @@ class EdgeSoftmax(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
+        with _dispatch.restored(ctx.selection):     # the forward's backend selection, on any thread
+            return EdgeSoftmax._backward(ctx, grad_out)
+
+    @staticmethod
+    def _backward(ctx, grad_out):
         # d logits = y * (g - sum_{edges of the node} g * y), in float32 (float64)
         (y,) = ctx.saved_tensors
         index = ctx.index

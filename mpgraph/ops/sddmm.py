@@ -125,6 +125,7 @@ class GSDDMM(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, index, op, lhs_target, rhs_target, bcast, out_dtype, lhs, rhs):
+        ctx.selection = _dispatch.capture()
         out = _dispatch.sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype)
         ctx.index, ctx.op, ctx.targets, ctx.bcast = index, op, (lhs_target, rhs_target), bcast
         ctx.save_for_backward(lhs, rhs)
@@ -132,6 +133,11 @@ class GSDDMM(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
+        with _dispatch.restored(ctx.selection):     # the forward's backend selection, on any thread
+            return GSDDMM._backward(ctx, grad_out)
+
+    @staticmethod
+    def _backward(ctx, grad_out):
         lhs, rhs = ctx.saved_tensors
         index, op, bcast = ctx.index, ctx.op, ctx.bcast
         lhs_target, rhs_target = ctx.targets

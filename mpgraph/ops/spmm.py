@@ -123,6 +123,7 @@ class GSpMM(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, index, op, reduce_op, bcast, out_dtype, lhs, rhs):
+        ctx.selection = _dispatch.capture()
         out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype)
         ctx.index, ctx.op, ctx.reduce_op, ctx.bcast = index, op, reduce_op, bcast
         ctx.save_for_backward(lhs, rhs, arg_u, arg_e)
@@ -130,6 +131,11 @@ class GSpMM(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
+        with _dispatch.restored(ctx.selection):     # the forward's backend selection, on any thread
+            return GSpMM._backward(ctx, grad_out)
+
+    @staticmethod
+    def _backward(ctx, grad_out):
         lhs, rhs, arg_u, arg_e = ctx.saved_tensors
         need_lhs, need_rhs = ctx.needs_input_grad[5], ctx.needs_input_grad[6]
         if ctx.reduce_op in ("max", "min"):

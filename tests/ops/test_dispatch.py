@@ -121,3 +121,23 @@ def test_doctests():
         result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, name
         assert result.attempted > 0, name
+
+
+def test_backward_keeps_the_forward_selection_on_another_thread():
+    """Autograd runs CUDA backwards on its own threads; the op layer carries the selection there."""
+    import threading
+
+    from mpgraph._index import Index
+    from mpgraph.ops import copy_u_sum
+    from mpgraph.ops._dispatch import record_backends, use_backend
+
+    g = Index.from_coo(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 2]), 3, 3)
+    x = torch.randn(3, 4, requires_grad=True)
+    with record_backends() as seen, use_backend("reference"):
+        out = copy_u_sum(g, x)
+    assert seen == ["reference"]
+    worker = threading.Thread(target=lambda: out.sum().backward())   # no use_backend/record_backends here
+    worker.start()
+    worker.join()
+    assert seen == ["reference", "reference"]                          # the backward's kernel, recorded
+    torch.testing.assert_close(x.grad, torch.tensor([[1.0] * 4, [1.0] * 4, [1.0] * 4]))
