@@ -33,9 +33,7 @@ import argparse
 import json
 import os
 import sys
-import time
 
-import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,7 +44,7 @@ import mpgraph  # noqa: E402
 from mpgraph import ops  # noqa: E402
 from mpgraph.ops._dispatch import record_backends, use_backend  # noqa: E402
 
-from cpu_kernels import make_graph  # noqa: E402
+from cpu_kernels import make_graph, timed  # noqa: E402  (round-robin median timing)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "edge_softmax")
@@ -56,19 +54,6 @@ try:  # optional peer
     import torch_geometric.utils as pyg_utils
 except Exception:  # noqa: BLE001 - any import failure means "PyG not installed here"
     pyg_utils = None
-
-
-def _median_ms(fns, reps):
-    """Round-robin timing of ``{name: fn}`` (one warm-up call each): ``{name: median ms}``."""
-    for f in fns.values():
-        f()
-    times = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, f in fns.items():
-            t = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t)
-    return {k: round(1e3 * float(np.median(v)), 3) for k, v in times.items()}
 
 
 def _with_grad(fn, inputs, grad_seed=5):
@@ -192,7 +177,7 @@ def main(argv=None):
                     for k, (f, fb) in cands.items():
                         fns[k + ".fwd"] = f
                         fns[k + ".fwdbwd"] = fb
-                    ms = _median_ms(fns, args.reps)
+                    ms = {k: round(v, 3) for k, v in timed(fns, args.reps).items()}
                     fwd = {k: ms[k + ".fwd"] for k in cands}
                     fwdbwd = {k: ms[k + ".fwdbwd"] for k in cands}
                     if dname == "float32":

@@ -32,6 +32,7 @@ from ..dataloading import DataLoader, NeighborSampler
 from .datasets import split_masks
 from .memory import PeakMemory
 from .models import GAT, SAGE, count_parameters
+from ._step import backward_step
 
 __all__ = ["BlockSAGE", "BlockGAT", "MINIBATCH_MODELS", "check_fanouts", "fanouts_arg", "train_minibatch"]
 
@@ -199,14 +200,7 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
                     logits = model(blocks, blocks[0].srcdata["feat"])
                 y = blocks[-1].dstdata["label"]
                 loss = F.cross_entropy(logits.float(), y)
-                opt.zero_grad(set_to_none=True)
-                if scaler is not None:
-                    scaler.scale(loss).backward()
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    opt.step()
+                backward_step(loss, opt, scaler)
                 total_loss += float(loss.detach()) * output_nodes.numel()
                 total_n += output_nodes.numel()
                 num_edges += sum(b.num_edges() for b in blocks)

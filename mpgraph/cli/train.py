@@ -30,6 +30,7 @@ from .datasets import DATASETS, load_dataset, split_masks
 from .memory import PeakMemory, atomic_write
 from .minibatch import MINIBATCH_MODELS, check_fanouts, fanouts_arg, train_minibatch
 from .models import DEFAULTS, MODELS, build_model, count_parameters
+from ._step import backward_step
 
 __all__ = ["add_train_arguments", "run", "train_once", "PRECISIONS"]
 
@@ -197,14 +198,7 @@ def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
         with ctx():
             logits = model(structure, feat)
         loss = F.cross_entropy(logits[train_mask].float(), labels[train_mask])
-        opt.zero_grad(set_to_none=True)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
+        backward_step(loss, opt, scaler)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - t0)

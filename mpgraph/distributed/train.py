@@ -84,6 +84,7 @@ import torch.nn.functional as F
 
 from .. import nn as gnn
 from ..base import DGLError
+from ..cli._step import backward_step
 from ..convert import seed as set_seed
 from ..dataloading.neighbor_sampler import NeighborSampler
 from ..graph import Graph
@@ -564,15 +565,8 @@ def _train(cfg, rank, world, device, backend, load_dataset):
             with ctx():
                 logits = ddp(blocks, blocks[0].srcdata["feat"])
             loss = F.cross_entropy(logits.float(), blocks[-1].dstdata["label"])
-            opt.zero_grad(set_to_none=True)
             with comm.guard("gradient all-reduce (DistributedDataParallel)"):
-                if scaler is not None:
-                    scaler.scale(loss).backward()
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    opt.step()
+                backward_step(loss, opt, scaler)
             loss_sum += float(loss.detach()) * output_nodes.numel()
             seen += output_nodes.numel()
         elapsed = time.perf_counter() - t0
