@@ -11,7 +11,7 @@ import time
 
 import torch
 
-__all__ = ["PeakMemory", "current_rss"]
+__all__ = ["PeakMemory", "StepMemory", "current_rss"]
 
 
 def _status_kb(field):
@@ -88,6 +88,29 @@ class PeakMemory:
             self._thread.join()
             self.peak_bytes = max(0, self._peak - self._base)
         return False
+
+
+class StepMemory:
+    """Peak memory of the training epochs after the first (of the only one when there is one).
+
+    The first epoch also loads compiled kernel code (Numba/LLVM) and creates the optimizer state, which is
+    not the per-step memory a precision mode changes. Call :meth:`epoch_done` after every epoch and
+    :meth:`close` after the last; :meth:`close` returns the :class:`PeakMemory` with the figure.
+    """
+
+    def __init__(self, device, epochs):
+        self._mem = PeakMemory(device)
+        self._epochs = epochs
+        if epochs == 1:
+            self._mem.__enter__()
+
+    def epoch_done(self, epoch):
+        if epoch == 0 and self._epochs > 1:
+            self._mem.__enter__()
+
+    def close(self):
+        self._mem.__exit__(None, None, None)
+        return self._mem
 
 
 def atomic_write(path, data, mode="w"):

@@ -30,7 +30,7 @@ from ..base import DGLError
 from ..convert import seed as set_seed
 from ..dataloading import DataLoader, NeighborSampler
 from .datasets import split_masks
-from .memory import PeakMemory
+from .memory import StepMemory
 from .models import GAT, SAGE, count_parameters
 from ._step import backward_step
 
@@ -188,34 +188,36 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=args.epochs, desc=f"{args.model}/{args.dataset}/{mode}/minibatch", leave=False)
-    with PeakMemory(device) as mem:
-        for epoch in range(args.epochs):
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            t0 = time.perf_counter()
-            model.train()
-            total_loss, total_n, num_edges = 0.0, 0, 0
-            for _, output_nodes, blocks in loader:
-                with ctx():
-                    logits = model(blocks, blocks[0].srcdata["feat"])
-                y = blocks[-1].dstdata["label"]
-                loss = F.cross_entropy(logits.float(), y)
-                backward_step(loss, opt, scaler)
-                total_loss += float(loss.detach()) * output_nodes.numel()
-                total_n += output_nodes.numel()
-                num_edges += sum(b.num_edges() for b in blocks)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            times.append(time.perf_counter() - t0)
-            edges.append(num_edges)
-            losses.append(total_loss / max(total_n, 1))
-            val_acc, test_acc = evaluate()
-            val_accs.append(val_acc)
-            if val_acc > best_val:
-                best_val, test_at_best, best_epoch = val_acc, test_acc, epoch
-            if bar is not None:
-                bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
-                bar.update()
+    step_memory = StepMemory(device, args.epochs)     # epochs after the first: see StepMemory
+    for epoch in range(args.epochs):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        model.train()
+        total_loss, total_n, num_edges = 0.0, 0, 0
+        for _, output_nodes, blocks in loader:
+            with ctx():
+                logits = model(blocks, blocks[0].srcdata["feat"])
+            y = blocks[-1].dstdata["label"]
+            loss = F.cross_entropy(logits.float(), y)
+            backward_step(loss, opt, scaler)
+            total_loss += float(loss.detach()) * output_nodes.numel()
+            total_n += output_nodes.numel()
+            num_edges += sum(b.num_edges() for b in blocks)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - t0)
+        edges.append(num_edges)
+        losses.append(total_loss / max(total_n, 1))
+        val_acc, test_acc = evaluate()
+        val_accs.append(val_acc)
+        if val_acc > best_val:
+            best_val, test_at_best, best_epoch = val_acc, test_acc, epoch
+        if bar is not None:
+            bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
+            bar.update()
+        step_memory.epoch_done(epoch)
+    mem = step_memory.close()
     if bar is not None:
         bar.close()
     epoch_time = statistics.median(times)

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from .. import precision as prec
 from ..convert import seed as set_seed
 from .datasets import DATASETS, load_dataset, split_masks
-from .memory import PeakMemory, atomic_write
+from .memory import StepMemory, atomic_write
 from .minibatch import MINIBATCH_MODELS, check_fanouts, fanouts_arg, train_minibatch
 from .models import DEFAULTS, MODELS, build_model, count_parameters
 from ._step import backward_step
@@ -185,11 +185,7 @@ def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=args.epochs, desc=f"{args.model}/{args.dataset}/{mode}", leave=False)
-    # Peak memory covers the epochs after the first (all of them when there is one): the first also loads
-    # the compiled kernels (Numba/LLVM code) into the process, which is not training memory.
-    mem = PeakMemory(device)
-    if args.epochs == 1:
-        mem.__enter__()
+    step_memory = StepMemory(device, args.epochs)     # epochs after the first: see StepMemory
     for epoch in range(args.epochs):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -210,9 +206,8 @@ def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
         if bar is not None:
             bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
             bar.update()
-        if epoch == 0 and args.epochs > 1:
-            mem.__enter__()
-    mem.__exit__(None, None, None)
+        step_memory.epoch_done(epoch)
+    mem = step_memory.close()
     if bar is not None:
         bar.close()
     epoch_time = statistics.median(times)

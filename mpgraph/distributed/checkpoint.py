@@ -16,25 +16,13 @@ import numpy as np
 import torch
 
 from ..base import DGLError
+from ..graph_io import _fsync_dir
 
 __all__ = ["save_checkpoint", "load_checkpoint", "rng_state", "set_rng_state", "CHECKPOINT_FORMAT"]
 
 #: Value of the ``"format"`` entry of every checkpoint.
 CHECKPOINT_FORMAT = "mpgraph.distributed.checkpoint"
 _VERSION = 1
-
-
-def _fsync_dir(directory):
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def save_checkpoint(path, state):

@@ -85,6 +85,7 @@ import torch.nn.functional as F
 from .. import nn as gnn
 from ..base import DGLError
 from ..cli._step import backward_step
+from ..cli.minibatch import fanouts_arg
 from ..convert import seed as set_seed
 from ..dataloading.neighbor_sampler import NeighborSampler
 from ..graph import Graph
@@ -161,16 +162,6 @@ def _positive_float(text):
     return value
 
 
-def _fanouts(text):
-    try:
-        fanouts = [int(f) for f in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated fanouts such as 25,10, got {text!r}") from None
-    if not fanouts or any(f == 0 or f < -1 for f in fanouts):
-        raise argparse.ArgumentTypeError(f"expected fanouts >= 1 or -1 (every neighbour), got {text!r}")
-    return fanouts
-
-
 def add_distributed_arguments(p):
     """Add the ``--distributed`` options to an argparse parser (the ``train`` options are not added).
 
@@ -220,7 +211,7 @@ def build_parser():
     p.add_argument("--hidden", type=_positive_int, default=None)
     p.add_argument("--layers", type=_positive_int, default=None)
     p.add_argument("--dropout", type=float, default=None)
-    p.add_argument("--fanouts", type=_fanouts, default=[25, 10], help="per layer, input layer first (default 25,10)")
+    p.add_argument("--fanouts", type=fanouts_arg, default=[25, 10], help="per layer, input layer first (default 25,10)")
     p.add_argument("--batch-size", type=_positive_int, default=1024, help="seeds per batch and rank")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu")
     p.add_argument("--seed", type=int, default=0)
