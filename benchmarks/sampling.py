@@ -95,7 +95,7 @@ def main():
     settings = dict(DEFAULTS["sage"], heads=None)
     for precision in ("fp32", "amp-bf16"):
         ns = argparse.Namespace(model="sage", dataset="reddit-like", precision=precision, epochs=args.epochs,
-                                split=0, fanouts=fanouts, batch_size=args.batch_size)
+                                split=0, fanouts=fanouts, batch_size=args.batch_size, patience=None)
         r = train_minibatch(g, ds.num_classes, ns, settings, torch.device("cpu"), args.seed, progress=False)
         print(json.dumps(dict(common, case="train", model="sage", precision=precision,
                               baseline=precision == "fp32", fanouts=fanouts, epochs=args.epochs,

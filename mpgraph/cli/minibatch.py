@@ -19,6 +19,7 @@ the edges of the sampled blocks.
 """
 
 import contextlib
+import math
 import statistics
 import time
 
@@ -32,6 +33,7 @@ from ..dataloading import DataLoader, NeighborSampler
 from .datasets import split_masks
 from .memory import StepMemory
 from .models import GAT, SAGE, count_parameters
+from ._select import Selection
 from ._step import backward_step
 
 __all__ = ["BlockSAGE", "BlockGAT", "MINIBATCH_MODELS", "check_fanouts", "fanouts_arg", "train_minibatch"]
@@ -178,12 +180,15 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
         model.eval()
         with torch.no_grad(), ctx():
             logits = model(store, feat)
-        pred = logits.float().argmax(1)
-        return [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan")
+        logits = logits.float()
+        pred = logits.argmax(1)
+        accs = [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan")
                 for m in (val_mask, test_mask)]
+        val_loss = float(F.cross_entropy(logits[val_mask], labels[val_mask])) if int(val_mask.sum()) else math.nan
+        return accs, val_loss
 
     losses, val_accs, times, edges = [], [], [], []
-    best_val, test_at_best, best_epoch = -1.0, 0.0, 0
+    selection = Selection(args.patience)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -209,20 +214,21 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
         times.append(time.perf_counter() - t0)
         edges.append(num_edges)
         losses.append(total_loss / max(total_n, 1))
-        val_acc, test_acc = evaluate()
+        (val_acc, test_acc), val_loss = evaluate()
         val_accs.append(val_acc)
-        if val_acc > best_val:
-            best_val, test_at_best, best_epoch = val_acc, test_acc, epoch
+        stop = selection.update(epoch, val_acc, val_loss, test_acc)
         if bar is not None:
             bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
             bar.update()
         step_memory.epoch_done(epoch)
+        if stop:
+            break
     mem = step_memory.close()
     if bar is not None:
         bar.close()
     epoch_time = statistics.median(times)
     return dict(losses=losses, val_accs=val_accs, epoch_times=times, median_epoch_s=epoch_time,
-                test_acc=test_at_best, best_val_acc=best_val, best_epoch=best_epoch,
-                peak_mem_bytes=mem.peak_bytes, mem_method=mem.method,
+                test_acc=selection.test_acc, best_val_acc=selection.best_val, best_epoch=selection.best_epoch,
+                epochs_run=len(losses), peak_mem_bytes=mem.peak_bytes, mem_method=mem.method,
                 edges_per_s=statistics.median(edges) / epoch_time if epoch_time > 0 else float("nan"),
                 final_loss=losses[-1], parameters=count_parameters(model))

@@ -30,6 +30,7 @@ from .datasets import DATASETS, load_dataset, split_masks
 from .memory import StepMemory, atomic_write
 from .minibatch import MINIBATCH_MODELS, check_fanouts, fanouts_arg, train_minibatch
 from .models import DEFAULTS, MODELS, build_model, count_parameters
+from ._select import Selection
 from ._step import backward_step
 
 __all__ = ["add_train_arguments", "run", "train_once", "PRECISIONS"]
@@ -91,7 +92,13 @@ def add_train_arguments(p):
                    help="size of generated datasets: reddit-like node count x scale (default 0.02); "
                         "csbm nodes = 10000 x scale (default 1)")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="precision mode (default: fp32)")
-    p.add_argument("--epochs", type=_positive_int, default=200)
+    p.add_argument("--epochs", type=_positive_int, default=200,
+                   help="epochs to train (with --patience: the most epochs; default 200)")
+    p.add_argument("--patience", type=_positive_int, default=None,
+                   help="early stopping as in the GAT paper: stop after this many epochs in which neither "
+                        "validation loss nor accuracy improved, and report the test accuracy of the last epoch "
+                        "at which both were at their best (default: train all epochs, report the test "
+                        "accuracy at the best validation accuracy)")
     p.add_argument("--lr", type=_non_negative_float, default=None, help="learning rate (model default)")
     p.add_argument("--weight-decay", type=_non_negative_float, default=None)
     p.add_argument("--hidden", type=_positive_int, default=None, help="hidden size (model default)")
@@ -171,16 +178,19 @@ def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
         model.eval()
         with torch.no_grad(), ctx():
             logits = model(structure, feat)
-        pred = logits.float().argmax(1)
-        return [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan")
+        logits = logits.float()
+        pred = logits.argmax(1)
+        accs = [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan")
                 for m in (train_mask, val_mask, test_mask)]
+        val_loss = float(F.cross_entropy(logits[val_mask], labels[val_mask])) if int(val_mask.sum()) else math.nan
+        return accs, val_loss
 
     # Build the graph's sparse formats (CSC for forward, CSR for backward) before measuring: they belong
     # to the dataset, like the features, not to the training step (DGL: ``g.create_formats_()``).
     if hasattr(structure, "create_formats_"):
         structure.create_formats_()
     losses, val_accs, times = [], [], []
-    best_val, test_at_best, best_epoch = -1.0, 0.0, 0
+    selection = Selection(args.patience)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -199,21 +209,22 @@ def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
-        _, val_acc, test_acc = evaluate()
+        (_, val_acc, test_acc), val_loss = evaluate()
         val_accs.append(val_acc)
-        if val_acc > best_val:
-            best_val, test_at_best, best_epoch = val_acc, test_acc, epoch
+        stop = selection.update(epoch, val_acc, val_loss, test_acc)
         if bar is not None:
             bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
             bar.update()
         step_memory.epoch_done(epoch)
+        if stop:
+            break
     mem = step_memory.close()
     if bar is not None:
         bar.close()
     epoch_time = statistics.median(times)
     return dict(losses=losses, val_accs=val_accs, epoch_times=times, median_epoch_s=epoch_time,
-                test_acc=test_at_best, best_val_acc=best_val, best_epoch=best_epoch,
-                peak_mem_bytes=mem.peak_bytes, mem_method=mem.method,
+                test_acc=selection.test_acc, best_val_acc=selection.best_val, best_epoch=selection.best_epoch,
+                epochs_run=len(losses), peak_mem_bytes=mem.peak_bytes, mem_method=mem.method,
                 edges_per_s=g.num_edges() / epoch_time if epoch_time > 0 else float("nan"),
                 final_loss=losses[-1], parameters=count_parameters(model))
 
@@ -262,7 +273,7 @@ def run(args):
         final_loss=statistics.mean(r["final_loss"] for r in results),
         losses=results[0]["losses"], val_accs=results[0]["val_accs"], per_run=[
             {k: r[k] for k in ("test_acc", "best_val_acc", "best_epoch", "median_epoch_s", "peak_mem_bytes",
-                               "final_loss")} for r in results],
+                               "final_loss", "epochs_run")} for r in results],
     )
     print(_table(summary))
     if args.json:

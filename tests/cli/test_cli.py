@@ -66,6 +66,7 @@ def test_missing_dataset_gives_clear_message(tmp_path, capsys, monkeypatch):
     (["train", "--dropout", "1.5"], "dropout"),
     (["train", "--precision", "fp8"], "invalid choice"),
     (["train", "--heads", "8,a"], "head counts"),
+    (["train", "--patience", "0"], "positive integer"),
     (["bench", "precision", "--precisions", "fp32,fp64"], "subset"),
     ([], "required"),
 ])
@@ -115,3 +116,17 @@ def test_minibatch_rejects_bad_model_and_fanouts():
         main(["train", "--model", "gcn", "--minibatch", "--epochs", "1", "--quiet"])
     with pytest.raises(SystemExit, match="fanout"):
         main(["train", "--model", "sage", "--minibatch", "--fanouts", "5,5,5", "--epochs", "1", "--quiet"])
+
+
+@pytest.mark.skipif(not PLANETOID.is_dir(), reason="needs ../shared/data/planetoid")
+def test_train_patience_stops_early_and_reports_the_selected_epoch(tmp_path):
+    out = tmp_path / "r.json"
+    rc = main(["train", "--model", "gcn", "--dataset", "cora", "--data-dir", str(PLANETOID.parent), "--epochs", "400",
+               "--patience", "5", "--quiet", "--runs", "2", "--json", str(out)])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    for run in data["per_run"]:
+        # stopped well before the 400 allowed epochs; the selected epoch is at least `patience` back
+        assert run["epochs_run"] < 400
+        assert run["best_epoch"] <= run["epochs_run"] - 1 - 5
+    assert len(data["losses"]) == data["per_run"][0]["epochs_run"]

@@ -16,12 +16,12 @@ from mpgraph.dataloading import NeighborSampler
 
 PLANETOID = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "planetoid"
 KEYS = {"losses", "val_accs", "epoch_times", "median_epoch_s", "test_acc", "best_val_acc", "best_epoch",
-        "peak_mem_bytes", "mem_method", "edges_per_s", "final_loss", "parameters"}
+        "peak_mem_bytes", "mem_method", "edges_per_s", "final_loss", "parameters", "epochs_run"}
 
 
 def _args(model, precision, epochs, fanouts=(5, 5), batch_size=64, dataset="synthetic"):
     return argparse.Namespace(model=model, dataset=dataset, precision=precision, epochs=epochs, split=0,
-                              fanouts=list(fanouts), batch_size=batch_size)
+                              fanouts=list(fanouts), batch_size=batch_size, patience=None)
 
 
 def _settings(model, **over):
@@ -54,7 +54,7 @@ def test_train_minibatch_figures(model, precision):
     out = train_minibatch(g, classes, _args(model, precision, 3), _settings(model, hidden=8),
                           torch.device("cpu"), 0, progress=False)
     assert set(out) == KEYS
-    assert len(out["losses"]) == len(out["val_accs"]) == len(out["epoch_times"]) == 3
+    assert len(out["losses"]) == len(out["val_accs"]) == len(out["epoch_times"]) == out["epochs_run"] == 3
     assert all(math.isfinite(x) for x in out["losses"]) and out["edges_per_s"] > 0
     assert out["parameters"] > 0 and 0 <= out["test_acc"] <= 1
     assert set(g.ndata.keys()) == {"feat", "label", "train_mask", "val_mask", "test_mask"}
