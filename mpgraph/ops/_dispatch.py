@@ -17,7 +17,8 @@ imported lazily on the first op call; a backend package joins by defining in
 its ``__init__.py``::
 
     KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports),
-               "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports)}
+               "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
+               "spmm_mul_backward": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -111,6 +112,24 @@ Kernels by op:
     with the group sum in the accum dtype of ``promote(y.dtype, out_dtype)``
     and one rounding into ``out_dtype`` (the logits' dtype). ``(E, F)``.
 
+``spmm_mul_backward(index, grad, lhs, rhs, heads) -> (grad_lhs, grad_rhs)``
+    Both gradients of a ``u_mul_e`` sum (the backward of ``spmm(..., 'mul',
+    'sum', x, w)`` with ``x: (N_src, H, D)`` and one weight per edge and head,
+    ``w: (E, H)``), fused so that each gradient row is gathered once. ``index`` is
+    the *reversed* forward graph (``index.csc()`` groups the forward sources'
+    out-edges); ``grad: (index.num_src, H * D)`` (the forward output's gradient),
+    ``lhs: (index.num_dst, H * D)`` (``x``), ``rhs: (E, H)`` (``w``), one dtype,
+    contiguous; ``heads = H`` divides ``grad.shape[1]``. With ``src``/``dst`` the
+    reversed graph's endpoints of edge ``e``::
+
+        grad_lhs[u, h*D + d] = sum_{e: dst(e) = u} grad[src(e), h*D + d] * rhs[e, h]
+        grad_rhs[e, h]       = sum_d grad[src(e), h*D + d] * lhs[dst(e), h*D + d]
+
+    accumulated in the accum dtype, rounded once to the operands' dtype:
+    ``grad_lhs: (index.num_dst, H * D)``, ``grad_rhs: (E, H)``. Elementwise
+    weights ``(E, F)`` are ``H = F``, ``D = 1``. A backend without a fused kernel
+    registers its gSpMM and gSDDMM composed (``_reference.composed_mul_backward``).
+
 ``scatter_winners(winner, coef, pos, rows, cols) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 (an ``arg_u``/``arg_e``
     of the forward, -1 where a row had no edge), ``coef: (R, F)`` float32/float64
@@ -134,11 +153,12 @@ from ..base import DGLError
 from ..precision import autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
-           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "capture", "restored",
+           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_mul_backward",
+           "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
-OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners")
+OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_mul_backward")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -413,6 +433,16 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return fn(winner, coef, pos, rows, cols)
 
 
+def spmm_mul_backward(index, grad, lhs, rhs, heads):
+    """Run the selected fused ``u_mul_e`` sum backward; answers empty cases itself. ``(grad_lhs, grad_rhs)``."""
+    if index.num_edges == 0 or grad.shape[1] == 0:
+        return torch.zeros(lhs.shape, dtype=lhs.dtype, device=lhs.device), torch.zeros(rhs.shape, dtype=rhs.dtype,
+                                                                                      device=rhs.device)
+    fn = _choose("spmm_mul_backward", index, grad, lhs, rhs, heads)
+    with autocast_disabled(grad.device.type):
+        return fn(index, grad, lhs, rhs, heads)
+
+
 def _register_builtin():
     from . import _reference, _torch_backend
     register("spmm", "reference", _reference.spmm)
@@ -425,6 +455,8 @@ def _register_builtin():
     register("edge_softmax_backward", "torch", _torch_backend.edge_softmax_backward)
     register("scatter_winners", "reference", _reference.scatter_winners)
     register("scatter_winners", "torch", _reference.scatter_winners)   # index_add_ is torch's best here
+    register("spmm_mul_backward", "reference", _reference.spmm_mul_backward)
+    register("spmm_mul_backward", "torch", _torch_backend.spmm_mul_backward)
 
 
 _register_builtin()

@@ -10,7 +10,8 @@ import torch
 
 from ..precision import accum_dtype
 
-__all__ = ["spmm", "sddmm", "edge_softmax", "binary"]
+__all__ = ["spmm", "sddmm", "edge_softmax", "binary", "spmm_mul_backward", "composed_mul_backward",
+           "composed_mul_backward_supports"]
 
 
 def _accum(lhs, rhs, out_dtype):
@@ -140,3 +141,51 @@ def scatter_winners(winner, coef, pos, rows, cols):
     out = torch.zeros(rows * cols, dtype=coef.dtype, device=coef.device)
     out.index_add_(0, flat, torch.where(valid, coef, 0.0).reshape(-1))
     return out.reshape(rows, cols)
+
+
+def spmm_mul_backward(index, grad, lhs, rhs, heads):
+    """Reference fused ``u_mul_e`` sum backward (see :mod:`mpgraph.ops._dispatch` for the contract)."""
+    acc = accum_dtype(grad.dtype)
+    H = heads
+    D = grad.shape[1] // H
+    v, u = index.src64, index.dst64                       # reversed graph: edge e goes v -> u
+    g = grad.to(acc).reshape(-1, H, D).index_select(0, v)                       # (E, H, D)
+    x = lhs.to(acc).reshape(-1, H, D)
+    grad_lhs = torch.zeros(index.num_dst, H, D, dtype=acc, device=grad.device)
+    grad_lhs.index_add_(0, u, g * rhs.to(acc).reshape(-1, H, 1))
+    grad_rhs = (g * x.index_select(0, u)).sum(-1)                                # (E, H)
+    return grad_lhs.reshape(index.num_dst, H * D).to(lhs.dtype), grad_rhs.to(rhs.dtype)
+
+
+def composed_mul_backward(spmm_kernel, sddmm_kernel):
+    """``spmm_mul_backward`` of a backend without a fused kernel: its own gSpMM then its own gSDDMM.
+
+    ``grad_lhs`` is the gSpMM ``u_mul_e`` sum on the reversed graph, ``grad_rhs`` the gSDDMM ``u_dot_v``
+    on it (the same two kernels the op layer would call one by one).
+    """
+    def kernel(index, grad, lhs, rhs, heads):
+        mul, dot = _mul_backward_bcasts(grad, heads)
+        grad_lhs, _, _ = spmm_kernel(index, "mul", "sum", grad, rhs, mul, lhs.dtype)
+        grad_rhs = sddmm_kernel(index, "dot", grad, lhs, "u", "v", dot, rhs.dtype)
+        return grad_lhs, grad_rhs
+
+    return kernel
+
+
+def composed_mul_backward_supports(spmm_supports, sddmm_supports):
+    """The ``supports`` predicate of :func:`composed_mul_backward`: both kernels take their call."""
+    def supports(index, grad, lhs, rhs, heads):
+        mul, dot = _mul_backward_bcasts(grad, heads)
+        return (spmm_supports(index, "mul", "sum", grad, rhs, mul, lhs.dtype)
+                and sddmm_supports(index, "dot", grad, lhs, "u", "v", dot, rhs.dtype))
+
+    return supports
+
+
+def _mul_backward_bcasts(grad, heads):
+    """Layouts of the two composed kernels: ``(H, D) * (H, 1)`` and ``(H, D) . (H, D)``."""
+    from ._broadcast import infer_bcast
+
+    H = heads
+    D = grad.shape[1] // H
+    return (infer_bcast("mul", (H, D), (H, 1), grad.device), infer_bcast("dot", (H, D), (H, D), grad.device))

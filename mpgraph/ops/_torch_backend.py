@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as nnF
 
 from ..precision import accum_dtype
-from ._reference import binary
+from ._reference import binary, composed_mul_backward
 
-__all__ = ["spmm", "sddmm", "edge_softmax"]
+__all__ = ["spmm", "sddmm", "edge_softmax", "spmm_mul_backward"]
 
 
 def _accum(lhs, rhs, out_dtype):
@@ -206,3 +206,7 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
     gy = grad_out.to(acc) * y                                           # [E, F], new
     s = _bag_sum(eid_c, gy, indptr)                                     # [N_dst, F]
     return gy.sub_(y * s.index_select(0, dst)).to(out_dtype)
+
+
+#: ``spmm_mul_backward`` here is this backend's gSpMM and gSDDMM, one after the other
+spmm_mul_backward = composed_mul_backward(spmm, sddmm)

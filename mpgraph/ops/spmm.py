@@ -154,7 +154,21 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
     G = grad_out.reshape((N_dst,) + out_shape)
     if reduce_op == "mean":
         deg = in_degrees_f32(index).reshape((N_dst,) + (1,) * len(out_shape))
-        G = G.to(accum_dtype(G.dtype)) / deg
+        # one pass, computed in float32 (deg is float32). bfloat16 has float32's exponent range, so G / deg
+        # is stored back in bf16 without underflow at one extra rounding (2**-9 relative), and the reverse
+        # gather below reads half the bytes; float16 would underflow for large in-degrees: float32 copy
+        scaled_dtype = torch.bfloat16 if G.dtype == torch.bfloat16 else accum_dtype(G.dtype)
+        if _double_backward(G):
+            G = (G.to(accum_dtype(G.dtype)) / deg).to(scaled_dtype)
+        else:
+            G = torch.div(G, deg, out=torch.empty(G.shape, dtype=scaled_dtype, device=G.device))
+    fusable = op == "mul" and need_lhs and need_rhs and G.dtype == lhs.dtype and not _double_backward(G, lhs, rhs)
+    heads = _weight_heads(bcast) if fusable else None
+    if heads is not None:
+        # both gradients in one pass over the reversed graph: each G row is gathered once, not twice
+        grad_lhs, grad_rhs = _dispatch.spmm_mul_backward(reversed_index(index), G.reshape(N_dst, bcast.F).contiguous(),
+                                                         lhs, rhs, heads)
+        return grad_lhs.reshape(N_src, bcast.L), grad_rhs.reshape(E, bcast.R)
     lhs_nd = None if lhs is None else lhs.reshape((N_src,) + bcast.lhs_shape)
     rhs_nd = None if rhs is None else rhs.reshape((E,) + bcast.rhs_shape)
     grad_lhs = grad_rhs = None
@@ -190,9 +204,33 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
     return grad_lhs, grad_rhs
 
 
+def _double_backward(*tensors):
+    """True when this backward is itself recorded (``create_graph=True``): only differentiable ops then."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _weight_heads(bcast):
+    """``H`` when ``u_mul_e``'s weights are one scalar per edge and head (the fused backward's layout), else None.
+
+    The node operand must not broadcast (``lhs_shape == out_shape``) and the weights must be constant
+    along the last dimension: ``(E, H, 1)`` against ``(N, H, D)`` (GAT: ``H`` heads), a scalar per edge
+    (``H = 1``), or elementwise ``(E, *F)`` (``H = F``, ``D = 1``).
+    """
+    out = bcast.out_shape
+    if bcast.lhs_shape != out or len(out) == 0:
+        return None
+    if bcast.rhs_shape == out:
+        return bcast.F
+    if bcast.rhs_shape[:-1] == out[:-1] and bcast.rhs_shape[-1] == 1:
+        return bcast.R
+    if bcast.R == 1:
+        return 1
+    return None
+
+
 def _scatter_winners(winner, coef, pos, rows, cols):
     """The max/min backward scatter: the selected kernel, or (create_graph=True) differentiable index_add_."""
-    if torch.is_grad_enabled() and coef.requires_grad:
+    if _double_backward(coef):
         from ._reference import scatter_winners as differentiable
         return differentiable(winner, coef, pos, rows, cols)
     return _dispatch.scatter_winners(winner, coef, pos, rows, cols)

@@ -133,10 +133,11 @@ def _gspmm_all_ops():
         w = _feat((E, 2, 3), torch.float32, 2, positive=(op == "div"))
         for reduce in REDUCES:
             # copies ignore the other operand (its gradient stays None). Sum/mean of binary ops: forward, lhs
-            # grad (reversed graph), rhs grad (sddmm); the max/min backward is a scatter in the op layer
+            # grad (reversed graph), rhs grad (sddmm), except mul, whose two gradients are one
+            # spmm_mul_backward call; the max/min backward is a scatter in the op layer
             binary = op not in ("copy_lhs", "copy_rhs") and reduce in ("sum", "mean")
             _compare(lambda a, b, op=op, reduce=reduce: gspmm(g, op, reduce, a, b), [x, w],
-                     min_calls=3 if binary else 1)
+                     min_calls=(2 if op == "mul" else 3) if binary else 1)
 
 
 def _named_check(dtype):
@@ -146,9 +147,10 @@ def _named_check(dtype):
         g = _graph()
         E = g.num_edges()
         _compare(lambda a: ops.copy_u_sum(g, a), [_feat((9, 5), dtype, 1)], min_calls=2)
-        # GAT: u (N, H, D) x e (E, H, 1); the rhs grad contracts D with a dot
+        # GAT: u (N, H, D) x e (E, H, 1); both gradients in one spmm_mul_backward call (the rhs grad
+        # contracts D with a dot)
         _compare(lambda a, b: ops.u_mul_e_sum(g, a, b),
-                 [_feat((9, 3, 4), dtype, 2), _feat((E, 3, 1), dtype, 3, positive=True)], min_calls=3)
+                 [_feat((9, 3, 4), dtype, 2), _feat((E, 3, 1), dtype, 3, positive=True)], min_calls=2)
         # scalar edge weight (E,) against (N, D)
         _compare(lambda a, b: ops.u_mul_e_sum(g, a, b), [_feat((9, 4), dtype, 4), _feat((E,), dtype, 5)])
         _compare(lambda a: ops.copy_u_max(g, a), [_feat((9, 6), dtype, 6)])
@@ -397,7 +399,8 @@ def test_triton_backend_registers_without_importing_triton():
         assert _triton.KERNELS == {}
         assert "triton" not in _dispatch.backends("spmm")
         return
-    assert set(_triton.KERNELS) == {"spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners"}
+    assert set(_triton.KERNELS) == {"spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners",
+                                    "spmm_mul_backward"}
     assert _dispatch.backend_status()["triton"] == "loaded"
     for op in ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward"):
         assert _dispatch.backends(op)[0] == "triton"

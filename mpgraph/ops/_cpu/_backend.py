@@ -22,7 +22,8 @@ import torch
 from . import available, unavailable_reason
 
 __all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_supports",
-           "sddmm_supports", "edge_softmax_supports", "edge_softmax_backward_supports", "scatter_winners_supports"]
+           "sddmm_supports", "edge_softmax_supports", "edge_softmax_backward_supports", "scatter_winners_supports",
+           "spmm_mul_backward", "spmm_mul_backward_supports"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
@@ -141,8 +142,25 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return kernel(winner, coef, pos, rows, cols)
 
 
+def spmm_mul_backward_supports(index, grad, lhs, rhs, heads):
+    """Whether :func:`spmm_mul_backward` runs this call: CPU float operands of one dtype and Numba present."""
+    return grad.dtype == lhs.dtype == rhs.dtype and _ok((grad, lhs, rhs), lhs.dtype)
+
+
+def spmm_mul_backward(index, grad, lhs, rhs, heads):
+    """Both gradients of a ``u_mul_e`` sum in one pass over ``index.csc()`` (:mod:`.spmm_backward`)."""
+    from .spmm_backward import mul_sum_backward
+
+    indptr, src, eid = _csc(index)
+    H = heads
+    D = grad.shape[1] // H
+    grad_lhs, grad_rhs = mul_sum_backward(indptr, src, eid, grad.view(-1, H, D), lhs.view(-1, H, D), rhs)
+    return grad_lhs.view(index.num_dst, H * D), grad_rhs
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
+    "spmm_mul_backward": (spmm_mul_backward, spmm_mul_backward_supports),
     "sddmm": (sddmm, sddmm_supports),
     "edge_softmax": (edge_softmax, edge_softmax_supports),
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),

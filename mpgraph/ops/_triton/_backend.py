@@ -26,11 +26,13 @@ import os
 
 import torch
 
+from .._reference import composed_mul_backward, composed_mul_backward_supports
 from ._layout import fits_groups
 
 __all__ = ["KERNELS", "CPU_OPT_IN", "SPLIT", "cached_schedule", "unavailable_reason", "spmm", "sddmm", "edge_softmax",
            "edge_softmax_backward", "spmm_supports", "sddmm_supports", "edge_softmax_supports",
-           "edge_softmax_backward_supports", "scatter_winners", "scatter_winners_supports"]
+           "edge_softmax_backward_supports", "scatter_winners", "scatter_winners_supports", "spmm_mul_backward",
+           "spmm_mul_backward_supports"]
 
 #: Environment variable that lets the backend take CPU tensors (it then needs ``TRITON_INTERPRET=1``).
 CPU_OPT_IN = "MPGRAPH_TRITON_ON_CPU"
@@ -209,9 +211,14 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return index_add_scatter(winner, coef, pos, rows, cols)
 
 
+#: the fused ``u_mul_e`` sum backward as this backend's gSpMM then gSDDMM (no fused Triton kernel yet)
+spmm_mul_backward = composed_mul_backward(spmm, sddmm)
+spmm_mul_backward_supports = composed_mul_backward_supports(spmm_supports, sddmm_supports)
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "sddmm": (sddmm, sddmm_supports),
+    "spmm_mul_backward": (spmm_mul_backward, spmm_mul_backward_supports),
     "edge_softmax": (edge_softmax, edge_softmax_supports),
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
     "scatter_winners": (scatter_winners, scatter_winners_supports),

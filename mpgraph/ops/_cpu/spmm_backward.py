@@ -1,0 +1,205 @@
+"""Fused backward of a weighted gSpMM sum (``u_mul_e`` with ``sum``/``mean``) on the CPU.
+
+For ``out[v, h, :] = sum over in-edges e = (u -> v) of x[u, h, :] * w[e, h]`` (``x: (N_src, H, D)``,
+``w: (E, H)``: one weight per edge and head, GAT's ``(E, H, 1)``; ``H = 1`` is a scalar per edge) and
+``G = d loss / d out: (N_dst, H, D)``:
+
+.. math::
+
+    \\frac{\\partial L}{\\partial x_{u,h,d}} = \\sum_{e = (u \\to v)} G_{v,h,d}\\, w_{e,h},
+    \\qquad
+    \\frac{\\partial L}{\\partial w_{e,h}} = \\sum_d G_{v,h,d}\\, x_{u,h,d}
+
+Both read ``G[v]`` for every edge. Composed from two kernels they gather it twice (a gSpMM on the
+reversed graph for ``x``, then a gSDDMM for ``w``), and each gather of ``E`` rows costs as much as the
+forward. This kernel walks the reversed structure once (rows are the forward sources ``u``): ``x[u]``
+and the row's fp32 accumulator stay in cache, each ``G[v]`` row is gathered once (software prefetch
+ahead) and used for both products. Edge ids in that order are scattered (the forward graph is sorted by
+destination), and a random 2-byte or 4-byte access per edge costs as much as the row gather, so the
+weights are first gathered into slot order (a parallel copy loop, many loads in flight), the kernel
+reads and writes per-edge values sequentially, and ``w``'s gradient is put back at the edge ids the
+same way. Elementwise weights ``w: (E, F)`` are the case ``H = F``, ``D = 1``.
+
+Accumulation is fp32 (fp64 for fp64) and each result is rounded once to the operands' dtype. Rows are
+split into balanced chunks (power-law hubs do not serialise a thread); each ``x`` row is written by the
+one thread that owns it and each edge's weight gradient once, so results do not depend on the thread
+count.
+"""
+
+import functools
+
+import torch
+from numba import njit
+
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, index_view,
+                    kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, store)
+from ._layout import check_float, check_index
+
+__all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
+
+#: default software-prefetch distance in edges (0 disables)
+PREFETCH_DISTANCE = 16
+
+
+@njit(fastmath={"reassoc", "contract"})
+def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
+    """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
+    (``w`` and ``gw`` are in slot order)."""
+    F = H * D
+    E_end = raw_get(indptr, indptr.size - 1)
+    zero = acc_zero(gx)
+    for r in range(r_begin, r_end):
+        xb = r * F
+        for j in range(F):                          # [F] accumulator of gx[r]
+            acc[j] = zero
+        for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
+            if pf_dist > 0:                         # the G row pf_dist edges ahead
+                kp = k + pf_dist
+                if kp < E_end:
+                    vp = raw_get(indices, kp)
+                    for t in range(pf_lines):
+                        prefetch(G, vp * F + t * pf_step)
+            gb = raw_get(indices, k) * F
+            for h in range(H):
+                hb = h * D
+                dot = zero
+                for d in range(D):                  # [D] reduction; G's row is in L1 for the next loop
+                    dot += load(G, gb + hb + d) * load(x, xb + hb + d)
+                store(gw, k * H + h, dot)
+                wv = load(w, k * H + h)
+                for d in range(D):                  # [D] axpy into the row's accumulator
+                    acc[hb + d] += load(G, gb + hb + d) * wv
+        for j in range(F):
+            store(gx, xb + j, acc[j])
+
+
+@functools.cache
+def _kernel():
+    source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+
+    @njit(cache=True, nogil=True)
+    def kernel(counter, bounds, indptr, indices, G, x, w, gx, gw, H, D, pf_dist, pf_lines, pf_step):
+        _ = source_hash
+        indptr, indices = borrow(indptr), borrow(indices)
+        G, x, w, gx, gw = borrow(G), borrow(x), borrow(w), borrow(gx), borrow(gw)
+        acc = alloc_acc(gx, H * D)                  # one scratch row per thread, not per row
+        nchunks = bounds.size - 1
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < nchunks:
+            _rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
+                  pf_dist, pf_lines, pf_step)
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+#: edges per work chunk of the slot-order copies
+COPY_CHUNK = 1 << 16
+
+
+@functools.cache
+def _copy_kernel():
+    source_hash = SOURCE_HASH
+
+    @njit(cache=True, nogil=True)
+    def kernel(counter, out, src, perm, E, H, gather):
+        """``out[k] = src[perm[k]]`` (gather) or ``out[perm[k]] = src[k]`` (scatter), rows of ``H`` raw
+        elements; independent loads, so many are in flight at once."""
+        _ = source_hash
+        out, src, perm = borrow(out), borrow(src), borrow(perm)
+        c = atomic_fetch_add(counter, 0, 1)
+        while c * COPY_CHUNK < E:
+            for k in range(c * COPY_CHUNK, min(E, (c + 1) * COPY_CHUNK)):
+                p = raw_get(perm, k)
+                for h in range(H):
+                    if gather:
+                        raw_set(out, k * H + h, raw_get(src, p * H + h))
+                    else:
+                        raw_set(out, p * H + h, raw_get(src, k * H + h))
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+def _permute(t, perm, gather):
+    """Rows of ``t: (E, H)`` moved by ``perm``: ``t[perm]`` (gather) or ``out[perm] = t`` (scatter)."""
+    out = torch.empty(t.shape, dtype=t.dtype)
+    E, H = t.shape
+    nthreads = min(num_threads(E * H), (E + COPY_CHUNK - 1) // COPY_CHUNK)
+    run_parallel(_copy_kernel(), nthreads, kernel_view(out), kernel_view(t.contiguous()), index_view(perm), E, H,
+                 gather)
+    return out
+
+
+def mul_sum_backward(indptr, indices, eid, G, x, w, *, prefetch_distance=None):
+    """Both gradients of ``out = u_mul_e_sum(x, w)`` in one pass over the reversed structure.
+
+    Parameters
+    ----------
+    indptr : Tensor, int64, ``(N_src + 1,)``
+        Row pointer of the reversed graph (the forward ``Index.csr()[0]``): row ``u`` holds ``u``'s
+        out-edges.
+    indices : Tensor, int64, ``(E,)``
+        Forward destination ``v`` of each slot.
+    eid : Tensor, int64, ``(E,)``, or None
+        Edge id of each slot; None means the identity.
+    G : Tensor ``(N_dst, H, D)``
+        Gradient of the forward output.
+    x : Tensor ``(N_src, H, D)``
+        Forward source features; same dtype as ``G``.
+    w : Tensor ``(E, H)``
+        Forward edge weights (one per head); same dtype as ``G``.
+    prefetch_distance : int, optional
+        Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
+
+    Returns
+    -------
+    grad_x : Tensor ``(N_src, H, D)``
+    grad_w : Tensor ``(E, H)``
+        In the operands' dtype; sums and dots accumulate in fp32 (fp64 for fp64) and round once.
+        Nodes without out-edges get 0.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not fit together.
+    TypeError
+        Operands of different or unsupported dtypes, or not on the CPU.
+
+    Notes
+    -----
+    Structure contents are trusted, as in :func:`.gspmm`.
+    """
+    check_index("indptr", indptr)
+    check_index("indices", indices)
+    if eid is not None:
+        check_index("eid", eid)
+    for name, t in (("G", G), ("x", x)):
+        check_float(name, t, min_dim=3)
+    check_float("w", w, min_dim=2)
+    if not (G.dtype == x.dtype == w.dtype):
+        raise TypeError(f"expected G, x and w of one dtype, got {G.dtype}, {x.dtype} and {w.dtype}")
+    N_src, H, D = x.shape[0], x.shape[1], x.shape[2]
+    E = indices.numel()
+    if (x.dim() != 3 or G.dim() != 3 or tuple(G.shape[1:]) != (H, D) or tuple(w.shape) != (E, H)
+            or indptr.numel() != N_src + 1):
+        raise ValueError(f"expected G (N_dst, {H}, {D}), w ({E}, {H}) and indptr of {N_src + 1} elements for x "
+                         f"{tuple(x.shape)}, got G {tuple(G.shape)}, w {tuple(w.shape)}, indptr {indptr.numel()}")
+    gx = torch.empty(x.shape, dtype=x.dtype)
+    if N_src == 0 or H * D == 0 or E == 0:
+        return gx.zero_(), torch.zeros(w.shape, dtype=w.dtype)
+    w_slot = w.contiguous() if eid is None else _permute(w, eid, gather=True)      # (E, H) in slot order
+    gw_slot = torch.empty(w.shape, dtype=w.dtype)
+    G_np = kernel_view(G.contiguous())
+    indptr_np = index_view(indptr.contiguous())
+    nthreads = num_threads(E * H * D)
+    bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, H * D // 16))
+    pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
+    pf_lines = (H * D * G_np.itemsize + 63) // 64
+    run_parallel(_kernel(), nthreads, bounds, indptr_np, index_view(indices.contiguous()), G_np,
+                 kernel_view(x.contiguous()), kernel_view(w_slot), kernel_view(gx),
+                 kernel_view(gw_slot), H, D, pf, pf_lines, 64 // G_np.itemsize)
+    if eid is None:
+        return gx, gw_slot
+    return gx, _permute(gw_slot, eid, gather=False)
+
