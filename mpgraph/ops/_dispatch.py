@@ -65,7 +65,7 @@ Common arguments:
 
 Kernels by op:
 
-``spmm(index, op, reduce, lhs, rhs, bcast, out_dtype) -> (out, arg_u, arg_e)``
+``spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True) -> (out, arg_u, arg_e)``
     ``op`` in ``'add' 'sub' 'mul' 'div' 'copy_lhs' 'copy_rhs'``, ``reduce`` in
     ``'sum' 'mean' 'max' 'min'``. ``lhs: (N_src, L)`` node rows (None for
     ``copy_rhs``), ``rhs: (E, R)`` edge rows in edge-ID order (None for
@@ -83,6 +83,9 @@ Kernels by op:
     zero-in-degree rows. Max/min compare messages rounded to ``out_dtype``.
     Ties may pick any winning edge; the built-in backends pick the smallest
     edge ID (the fast-vs-reference tests rely on that).
+    ``need_arg=False`` (passed only for ``max``/``min``, when no operand
+    needs a gradient: inference, ``torch.no_grad``) allows the kernel to skip
+    tracking winners and return None for both; a kernel may ignore it.
 
 ``sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype) -> out``
     ``op`` in ``'add' 'sub' 'mul' 'div' 'dot' 'copy_lhs' 'copy_rhs'``; targets in
@@ -382,7 +385,7 @@ def _choose(op, *args):
 
 # ----------------------------------------------------------------------------- calls used by the ops
 
-def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
     """Run the selected spmm kernel; answers empty cases itself. Returns ``(out, arg_u, arg_e)``."""
     N_dst, F = index.num_dst, bcast.F
     device = lhs.device if lhs is not None else rhs.device
@@ -394,7 +397,9 @@ def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
         return out, None, None
     fn = _choose("spmm", index, op, reduce, lhs, rhs, bcast, out_dtype)
     with autocast_disabled(device.type):
-        return fn(index, op, reduce, lhs, rhs, bcast, out_dtype)
+        if need_arg or reduce not in ("max", "min"):
+            return fn(index, op, reduce, lhs, rhs, bcast, out_dtype)
+        return fn(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=False)
 
 
 def sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype):

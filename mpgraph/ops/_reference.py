@@ -54,8 +54,9 @@ def _num_rows(index, target):
     return {"u": index.num_src, "v": index.num_dst, "e": index.num_edges}[target]
 
 
-def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
-    """Reference gSpMM kernel (see :mod:`mpgraph.ops._dispatch` for the contract)."""
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
+    """Reference gSpMM kernel (see :mod:`mpgraph.ops._dispatch` for the contract); always returns the
+    max/min winners, whatever ``need_arg`` says."""
     acc = _accum(lhs, rhs, out_dtype)
     E, N, F = index.num_edges, index.num_dst, bcast.F
     src, dst = index.src64, index.dst64

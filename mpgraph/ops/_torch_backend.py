@@ -101,8 +101,8 @@ def _sum_messages(index, op, lhs, rhs, bcast, acc):
     return _bag_sum(eid_c, msg, indptr)
 
 
-def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
-    """gSpMM kernel (contract in :mod:`mpgraph.ops._dispatch`)."""
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
+    """gSpMM kernel (contract in :mod:`mpgraph.ops._dispatch`); always returns the max/min winners."""
     acc = _accum(lhs, rhs, out_dtype)
     if reduce in ("sum", "mean"):
         out = _sum_messages(index, op, lhs, rhs, bcast, acc)

@@ -124,7 +124,10 @@ class GSpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, index, op, reduce_op, bcast, out_dtype, lhs, rhs):
         ctx.selection = _dispatch.capture()
-        out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype)
+        # winners are only needed by the backward: without a gradient to compute (inference,
+        # torch.no_grad) max/min take the kernel that does not track them
+        out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype,
+                                           need_arg=any(ctx.needs_input_grad[5:7]))
         ctx.index, ctx.op, ctx.reduce_op, ctx.bcast = index, op, reduce_op, bcast
         ctx.save_for_backward(lhs, rhs, arg_u, arg_e)
         return out
@@ -249,8 +252,11 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
         return grad_lhs, grad_rhs
     # coefficients where the winner is -1 are ignored by the scatter (whatever they hold)
     F_idx = None
-    u = None if arg_u is None else arg_u.clamp(min=0)
-    e = None if arg_e is None else arg_e.clamp(min=0)
+    # winners clamped to row 0 where there is none (the scatter ignores those coefficients); only the
+    # products of mul/div read the other operand at the winner, so only they need these (R, F) copies
+    products = op in ("mul", "div")
+    u = arg_u.clamp(min=0) if products and need_rhs else None
+    e = arg_e.clamp(min=0) if products else None
     L, R = bcast.L, bcast.R
 
     def col(off):

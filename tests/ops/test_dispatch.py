@@ -141,3 +141,30 @@ def test_backward_keeps_the_forward_selection_on_another_thread():
     worker.join()
     assert seen == ["reference", "reference"]                          # the backward's kernel, recorded
     torch.testing.assert_close(x.grad, torch.tensor([[1.0] * 4, [1.0] * 4, [1.0] * 4]))
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_max_min_skip_winners_when_no_gradient_is_needed(index, reduce):
+    from mpgraph.ops import _reference
+
+    flags = []
+
+    def kernel(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
+        flags.append(need_arg)
+        out, arg_u, arg_e = _reference.spmm(index, op, reduce, lhs, rhs, bcast, out_dtype)
+        return (out, arg_u, arg_e) if need_arg else (out, None, None)
+
+    _dispatch.register("spmm", "spy", kernel, priority=100)
+    try:
+        x = torch.randn(index.num_src, 3)
+        with torch.no_grad():
+            inference = ops.gspmm(index, "copy_lhs", reduce, x, None)
+        plain = ops.gspmm(index, "copy_lhs", reduce, x, None)          # nothing requires grad either
+        xr = x.clone().requires_grad_()
+        trained = ops.gspmm(index, "copy_lhs", reduce, xr, None)
+        trained.sum().backward()
+    finally:
+        _dispatch.unregister("spmm", "spy")
+    assert flags == [False, False, True]
+    assert torch.equal(inference, plain) and torch.equal(inference, trained.detach())
+    assert xr.grad is not None and float(xr.grad.sum()) == float((index.in_degrees() > 0).sum() * 3)

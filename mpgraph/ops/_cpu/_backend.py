@@ -87,15 +87,16 @@ def edge_softmax_backward_supports(index, out, grad_out, out_dtype):
 
 
 # ------------------------------------------------------------------------------------------------------ kernels
-def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
-    """gSpMM over ``index.csc()``: ``(out: (N_dst, F), arg_u, arg_e)`` (contract in the dispatch)."""
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
+    """gSpMM over ``index.csc()``: ``(out: (N_dst, F), arg_u, arg_e)`` (contract in the dispatch); max/min
+    without ``need_arg`` run the kernel that does not track winners."""
     from .spmm import gspmm
 
     indptr, src, eid = _csc(index)
     out, arg_u, arg_e = gspmm(op, reduce, indptr, None if op == "copy_rhs" else src, eid,
                               _nd(lhs, bcast.lhs_shape) if op != "copy_rhs" else None,
                               _nd(rhs, bcast.rhs_shape) if op != "copy_lhs" else None,
-                              out_dtype=out_dtype, need_arg=True)
+                              out_dtype=out_dtype, need_arg=need_arg)
     N_dst, F = index.num_dst, bcast.F
     arg_u = None if arg_u is None else arg_u.view(N_dst, F)
     arg_e = None if arg_e is None else arg_e.view(N_dst, F)

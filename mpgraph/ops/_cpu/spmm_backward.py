@@ -32,7 +32,8 @@ import torch
 from numba import njit
 
 from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, index_view,
-                    kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, store)
+                    kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc, store,
+                    to_acc)
 from ._layout import check_float, check_index
 
 __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
@@ -73,21 +74,70 @@ def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, 
             store(gx, xb + j, acc[j])
 
 
+def _make_block_rows(W):
+    """Rows of exactly ``W`` features and one weight per edge (``H = 1``, ``D = W``), ``W`` a compile-time
+    constant: the row's accumulator and its widened ``x`` row are stack arrays that LLVM keeps in vector
+    registers (as in the forward's blocked passes), and each edge's dot is a register reduction."""
+
+    @njit(fastmath={"reassoc", "contract"})
+    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, pf_dist, pf_lines, pf_step):
+        acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
+        xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
+        zero = acc_zero(gx)
+        E_end = raw_get(indptr, indptr.size - 1)
+        for r in range(r_begin, r_end):
+            xb = r * W
+            for j in range(W):
+                acc[j] = zero
+                xr[j] = to_acc(gx, load(x, xb + j))
+            for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
+                if pf_dist > 0:
+                    kp = k + pf_dist
+                    if kp < E_end:
+                        vp = raw_get(indices, kp)
+                        for t in range(pf_lines):
+                            prefetch(G, vp * W + t * pf_step)
+                gb = raw_get(indices, k) * W
+                wv = to_acc(gx, load(w, k))
+                dot = zero
+                for j in range(W):                  # [W]: one G element feeds both products
+                    g = to_acc(gx, load(G, gb + j))
+                    acc[j] += g * wv
+                    dot += g * xr[j]
+                store(gw, k, dot)
+            for j in range(W):
+                store(gx, xb + j, acc[j])
+
+    return rows
+
+
+#: row widths with a register-resident kernel (``H = 1``); other shapes take the general row loop
+BLOCK_WIDTHS = (64, 128)
+_BLOCK_ROWS = {W: _make_block_rows(W) for W in BLOCK_WIDTHS}
+
+
 @functools.cache
-def _kernel():
+def _kernel(W):
+    """The compiled kernel: ``W = 0`` is the general row loop, else :func:`_make_block_rows` of ``W``."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+    block_rows = _BLOCK_ROWS.get(W, _BLOCK_ROWS[BLOCK_WIDTHS[0]])
+    general = W == 0
 
     @njit(cache=True, nogil=True)
     def kernel(counter, bounds, indptr, indices, G, x, w, gx, gw, H, D, pf_dist, pf_lines, pf_step):
         _ = source_hash
         indptr, indices = borrow(indptr), borrow(indices)
         G, x, w, gx, gw = borrow(G), borrow(x), borrow(w), borrow(gx), borrow(gw)
-        acc = alloc_acc(gx, H * D)                  # one scratch row per thread, not per row
+        acc = alloc_acc(gx, H * D if general else 1)    # one scratch row per thread, not per row
         nchunks = bounds.size - 1
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
-            _rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
-                  pf_dist, pf_lines, pf_step)
+            if general:
+                _rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
+                      pf_dist, pf_lines, pf_step)
+            else:
+                block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw,
+                           pf_dist, pf_lines, pf_step)
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -196,7 +246,8 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, prefetch_distance=None):
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, H * D // 16))
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     pf_lines = (H * D * G_np.itemsize + 63) // 64
-    run_parallel(_kernel(), nthreads, bounds, indptr_np, index_view(indices.contiguous()), G_np,
+    W = H * D if H == 1 and H * D in BLOCK_WIDTHS else 0
+    run_parallel(_kernel(W), nthreads, bounds, indptr_np, index_view(indices.contiguous()), G_np,
                  kernel_view(x.contiguous()), kernel_view(w_slot), kernel_view(gx),
                  kernel_view(gw_slot), H, D, pf, pf_lines, 64 // G_np.itemsize)
     if eid is None:

@@ -147,15 +147,17 @@ def _nd(x, shape):
     return None if x is None else x.reshape((x.shape[0],) + tuple(shape))
 
 
-def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype):
-    """gSpMM over ``index.csc()``: ``(out: (N_dst, F), arg_u, arg_e)``."""
+def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
+    """gSpMM over ``index.csc()``: ``(out: (N_dst, F), arg_u, arg_e)``; max/min skip the winners without
+    ``need_arg``."""
     from .spmm import gspmm
 
     indptr, src, eid = index.csc()
     device = (lhs if lhs is not None else rhs).device
     with _on(device):
         out, arg_u, arg_e = gspmm(_SPMM_MSG[op], reduce, _nd(lhs, bcast.lhs_shape), _nd(rhs, bcast.rhs_shape),
-                                  indptr, src, eid, schedule=cached_schedule(index, indptr), out_dtype=out_dtype)
+                                  indptr, src, eid, schedule=cached_schedule(index, indptr), out_dtype=out_dtype,
+                                  need_arg=need_arg)
     N_dst, F = index.num_dst, bcast.F
     arg_u = None if arg_u is None else arg_u.view(N_dst, F)
     arg_e = None if arg_e is None else arg_e.view(N_dst, F)
