@@ -66,20 +66,35 @@ def test_kernel_matches_float64_formula(backend, dtype, case, H, D, idtype):
         assert torch.equal(before, after)                                      # inputs untouched
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
+def test_register_resident_rows_match_float64_formula(dtype, D, case, idtype):
+    # one weight per edge and 64 or 128 features: the Numba kernel's register-resident row variant
+    index = _index(case, idtype)
+    G, x, w = _operands(index, 1, D, dtype, seed=D)
+    with use_backend("cpu", strict=True):
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, 1)
+    ex, ew = _expected(index, G, x, w)
+    assert_close(grad_x, ex, dtype)
+    assert_close(grad_w, ew, dtype)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_hub_with_100k_in_edges(backend, threads):
+@pytest.mark.parametrize("H, D", [(2, 8), (1, 64)])
+def test_hub_with_100k_in_edges(backend, threads, H, D):
     E = 100_000
     src = torch.arange(E) % 997
     dst = torch.zeros(E, dtype=torch.int64)
     dst[::50] = 1                                           # a few edges elsewhere
     index = Index.from_coo(src, dst, 997, 3)                # node 2: no in-edges
-    G, x, w = _operands(index, 2, 8, torch.bfloat16, seed=3)
+    G, x, w = _operands(index, H, D, torch.bfloat16, seed=3)
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         with use_backend(backend, strict=True):
-            grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, 2)
+            grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H)
     finally:
         torch.set_num_threads(previous)
     ex, ew = _expected(index, G, x, w)
