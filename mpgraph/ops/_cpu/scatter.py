@@ -7,6 +7,10 @@ edges). One pass, no ``(R, F)`` index tensors. Threads take disjoint blocks of c
 write the same place and no atomics are needed; a broadcast ``pos`` (several ``f`` reading one
 column) runs on one thread. Accumulation is in ``coef``'s dtype (float32 or float64); each output
 element receives its contributions in row order, so results do not depend on the thread count.
+
+The writes land on random rows, so the pass is bound by their latency: it reads and writes through raw
+pointers (no index checks), takes blocks of up to 64 columns (as wide as still gives every thread a
+block), and prefetches the output elements of the row :data:`PREFETCH_ROWS` ahead.
 """
 
 import functools
@@ -15,12 +19,14 @@ import numpy as np
 import torch
 from numba import njit
 
-from ._core import SOURCE_HASH, atomic_fetch_add, borrow, num_threads, run_parallel
+from ._core import SOURCE_HASH, atomic_fetch_add, borrow, num_threads, prefetch, raw_get, raw_set, run_parallel
 
 __all__ = ["scatter_winners"]
 
-#: columns per work chunk (16 fp32 = one 64-byte cache line of each row)
-COLUMN_BLOCK = 16
+#: columns per work chunk: at least 16 (one 64-byte line of fp32), at most 64, and at most F / threads
+MIN_COLUMN_BLOCK, MAX_COLUMN_BLOCK = 16, 64
+#: rows ahead whose output elements are prefetched (0 disables)
+PREFETCH_ROWS = 8
 
 
 @functools.cache
@@ -28,7 +34,7 @@ def _kernel():
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, out, winner, coef, pos, R, F, cols, identity, width):
+    def kernel(counter, out, winner, coef, pos, R, F, cols, identity, width, pf_rows):
         _ = source_hash
         out, winner, coef, pos = borrow(out), borrow(winner), borrow(coef), borrow(pos)
         nchunks = (F + width - 1) // width
@@ -38,11 +44,17 @@ def _kernel():
             f1 = min(F, f0 + width)
             for r in range(R):
                 base = r * F
+                if pf_rows > 0 and r + pf_rows < R:     # the elements row r + pf_rows will update
+                    ahead = base + pf_rows * F
+                    for f in range(f0, f1):
+                        wp = raw_get(winner, ahead + f)
+                        if wp >= 0:
+                            prefetch(out, wp * cols + (f if identity else raw_get(pos, f)))
                 for f in range(f0, f1):
-                    w = winner[base + f]
+                    w = raw_get(winner, base + f)
                     if w >= 0:
-                        p = f if identity else pos[f]
-                        out[w * cols + p] += coef[base + f]
+                        i = w * cols + (f if identity else raw_get(pos, f))
+                        raw_set(out, i, raw_get(out, i) + raw_get(coef, base + f))
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -76,7 +88,8 @@ def scatter_winners(winner, coef, pos, rows, cols):
     identity = pos is None
     pos_np = np.zeros(0, np.int64) if identity else pos.contiguous().numpy()
     nthreads = num_threads(R * F) if identity else 1
-    nthreads = min(nthreads, (F + COLUMN_BLOCK - 1) // COLUMN_BLOCK)
+    nthreads = min(nthreads, (F + MIN_COLUMN_BLOCK - 1) // MIN_COLUMN_BLOCK)
+    width = min(MAX_COLUMN_BLOCK, max(MIN_COLUMN_BLOCK, (F // nthreads) // MIN_COLUMN_BLOCK * MIN_COLUMN_BLOCK))
     run_parallel(_kernel(), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
-                 coef.detach().contiguous().reshape(-1).numpy(), pos_np, R, F, cols, identity, COLUMN_BLOCK)
+                 coef.detach().contiguous().reshape(-1).numpy(), pos_np, R, F, cols, identity, width, PREFETCH_ROWS)
     return out.reshape(rows, cols)
