@@ -13,7 +13,19 @@ Two protocols:
 
 import math
 
-__all__ = ["Selection"]
+import torch.nn.functional as F
+
+__all__ = ["Selection", "scores"]
+
+
+def scores(logits, labels, masks, val_mask):
+    """Accuracy of ``logits`` on each of ``masks`` (NaN for an empty mask) and the float32 cross-entropy on
+    ``val_mask`` (NaN when empty): what :meth:`Selection.update` needs after an evaluation pass."""
+    logits = logits.float()
+    pred = logits.argmax(1)
+    accs = [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan") for m in masks]
+    val_loss = float(F.cross_entropy(logits[val_mask], labels[val_mask])) if int(val_mask.sum()) else math.nan
+    return accs, val_loss
 
 
 class Selection:

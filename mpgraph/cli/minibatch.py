@@ -19,7 +19,6 @@ the edges of the sampled blocks.
 """
 
 import contextlib
-import math
 import statistics
 import time
 
@@ -33,7 +32,7 @@ from ..dataloading import DataLoader, NeighborSampler
 from .datasets import split_masks
 from .memory import StepMemory
 from .models import GAT, SAGE, count_parameters
-from ._select import Selection
+from ._select import Selection, scores
 from ._step import backward_step
 
 __all__ = ["BlockSAGE", "BlockGAT", "MINIBATCH_MODELS", "check_fanouts", "fanouts_arg", "train_minibatch"]
@@ -180,12 +179,7 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
         model.eval()
         with torch.no_grad(), ctx():
             logits = model(store, feat)
-        logits = logits.float()
-        pred = logits.argmax(1)
-        accs = [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan")
-                for m in (val_mask, test_mask)]
-        val_loss = float(F.cross_entropy(logits[val_mask], labels[val_mask])) if int(val_mask.sum()) else math.nan
-        return accs, val_loss
+        return scores(logits, labels, (val_mask, test_mask), val_mask)
 
     losses, val_accs, times, edges = [], [], [], []
     selection = Selection(args.patience)

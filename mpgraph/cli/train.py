@@ -30,7 +30,7 @@ from .datasets import DATASETS, load_dataset, split_masks
 from .memory import StepMemory, atomic_write
 from .minibatch import MINIBATCH_MODELS, check_fanouts, fanouts_arg, train_minibatch
 from .models import DEFAULTS, MODELS, build_model, count_parameters
-from ._select import Selection
+from ._select import Selection, scores
 from ._step import backward_step
 
 __all__ = ["add_train_arguments", "run", "train_once", "PRECISIONS"]
@@ -178,12 +178,7 @@ def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
         model.eval()
         with torch.no_grad(), ctx():
             logits = model(structure, feat)
-        logits = logits.float()
-        pred = logits.argmax(1)
-        accs = [float((pred[m] == labels[m]).float().mean()) if int(m.sum()) else float("nan")
-                for m in (train_mask, val_mask, test_mask)]
-        val_loss = float(F.cross_entropy(logits[val_mask], labels[val_mask])) if int(val_mask.sum()) else math.nan
-        return accs, val_loss
+        return scores(logits, labels, (train_mask, val_mask, test_mask), val_mask)
 
     # Build the graph's sparse formats (CSC for forward, CSR for backward) before measuring: they belong
     # to the dataset, like the features, not to the training step (DGL: ``g.create_formats_()``).

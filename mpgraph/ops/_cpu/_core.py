@@ -41,7 +41,8 @@ from numba.np.arrayobj import make_array, populate_array
 # intrinsics: raw element access, bit casts, half conversion, prefetch
 
 
-def _element_ptr(context, builder, aryty, ary_val, idx):
+def element_ptr(context, builder, aryty, ary_val, idx):
+    """LLVM pointer to element ``idx`` of the array value ``ary_val`` (for intrinsics' code generation)."""
     ary = context.make_array(aryty)(context, builder, ary_val)
     return builder.gep(ary.data, [idx])
 
@@ -54,7 +55,7 @@ def raw_get(typingctx, arr, idx):
     sig = arr.dtype(arr, idx)
 
     def codegen(context, builder, sig, args):
-        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        ptr = element_ptr(context, builder, sig.args[0], args[0], args[1])
         return builder.load(ptr)
 
     return sig, codegen
@@ -68,7 +69,7 @@ def raw_set(typingctx, arr, idx, val):
     sig = types.void(arr, idx, arr.dtype)
 
     def codegen(context, builder, sig, args):
-        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        ptr = element_ptr(context, builder, sig.args[0], args[0], args[1])
         builder.store(args[2], ptr)
         return context.get_dummy_value()
 
@@ -108,7 +109,7 @@ def prefetch(typingctx, arr, idx):
     sig = types.void(arr, idx)
 
     def codegen(context, builder, sig, args):
-        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        ptr = element_ptr(context, builder, sig.args[0], args[0], args[1])
         i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
         i32 = ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p.type, i32, i32, i32])
@@ -480,7 +481,7 @@ def atomic_fetch_add(typingctx, arr, idx, val):
     sig = types.int64(arr, idx, val)
 
     def codegen(context, builder, sig, args):
-        ptr = _element_ptr(context, builder, sig.args[0], args[0], args[1])
+        ptr = element_ptr(context, builder, sig.args[0], args[0], args[1])
         v = context.cast(builder, args[2], sig.args[2], types.int64)
         return builder.atomic_rmw("add", ptr, v, "monotonic")
 

@@ -40,8 +40,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._core import (SOURCE_HASH, acc_exp, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, index_view,
-                    kernel_view, load, num_threads, raw_get, run_parallel, stack_acc, store, to_acc)
+from ._core import (SOURCE_HASH, acc_exp, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, element_ptr,
+                    index_view, kernel_view, load, num_threads, raw_get, run_parallel, stack_acc, store, to_acc)
 from ._layout import check_float, check_index, check_out_dtype, needs_fp64_pass
 
 
@@ -253,10 +253,6 @@ def _fma(builder, a, b, c):
     return _call(builder, "llvm.fma.v16f32", _VF32, [a, b, c])
 
 
-def _element_ptr(context, builder, aryty, ary, idx):
-    return builder.gep(context.make_array(aryty)(context, builder, ary).data, [idx])
-
-
 def _lane_mask(builder, k):
     """``<16 x i1>``, lane ``t`` set when ``t < k`` (``0 <= k <= 16``)."""
     if k.type.width < 64:
@@ -268,20 +264,20 @@ def _lane_mask(builder, k):
 
 def _get(context, builder, aryty, ary, idx=None):
     """The 16 fp32 values at ``ary[idx:]`` (``idx`` None: a lane register)."""
-    ptr = _element_ptr(context, builder, aryty, ary, _I64(0) if idx is None else idx)
+    ptr = element_ptr(context, builder, aryty, ary, _I64(0) if idx is None else idx)
     return builder.load(builder.bitcast(ptr, _VF32.as_pointer()), align=4)
 
 
 def _put(context, builder, aryty, ary, v, idx=None):
     """Write the 16 fp32 values ``v`` at ``ary[idx:]`` (``idx`` None: a lane register)."""
-    ptr = _element_ptr(context, builder, aryty, ary, _I64(0) if idx is None else idx)
+    ptr = element_ptr(context, builder, aryty, ary, _I64(0) if idx is None else idx)
     builder.store(v, builder.bitcast(ptr, _VF32.as_pointer()), align=4)
 
 
 def _load_lanes(context, builder, aryty, ary, idx, k, fill):
     """``(v, mask)``: ``ary[idx + t]`` widened to fp32 in the lanes ``t < k`` (masked load: nothing past
     ``k`` is touched) and ``fill`` in the others."""
-    ptr = _element_ptr(context, builder, aryty, ary, idx)
+    ptr = element_ptr(context, builder, aryty, ary, idx)
     mask = _lane_mask(builder, k)
     if aryty.dtype == types.float32:
         v = _call(builder, "llvm.masked.load.v16f32.p0", _VF32, [ptr, _I32(4), mask, ir.Constant(_VF32, None)])
@@ -296,7 +292,7 @@ def _load_lanes(context, builder, aryty, ary, idx, k, fill):
 
 def _store_lanes(context, builder, aryty, ary, idx, mask, v):
     """Round the fp32 vector ``v`` once to the array's format; write the lanes of ``mask`` at ``ary[idx:]``."""
-    ptr = _element_ptr(context, builder, aryty, ary, idx)
+    ptr = element_ptr(context, builder, aryty, ary, idx)
     if aryty.dtype == types.float32:
         _call(builder, "llvm.masked.store.v16f32.p0", ir.VoidType(), [v, ptr, _I32(4), mask])
         return

@@ -42,6 +42,15 @@ __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
 PREFETCH_DISTANCE = 16
 
 
+@njit(inline="always")
+def _prefetch_ahead(G, indices, kp, E_end, F, pf_dist, pf_lines, pf_step):
+    """Prefetch the ``G`` row (``F`` wide, ``pf_lines`` cache lines) of slot ``kp``, ``pf_dist`` slots ahead."""
+    if pf_dist > 0 and kp < E_end:
+        vp = raw_get(indices, kp)
+        for t in range(pf_lines):
+            prefetch(G, vp * F + t * pf_step)
+
+
 @njit(fastmath={"reassoc", "contract"})
 def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
     """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
@@ -54,12 +63,7 @@ def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, 
         for j in range(F):                          # [F] accumulator of gx[r]
             acc[j] = zero
         for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-            if pf_dist > 0:                         # the G row pf_dist edges ahead
-                kp = k + pf_dist
-                if kp < E_end:
-                    vp = raw_get(indices, kp)
-                    for t in range(pf_lines):
-                        prefetch(G, vp * F + t * pf_step)
+            _prefetch_ahead(G, indices, k + pf_dist, E_end, F, pf_dist, pf_lines, pf_step)
             gb = raw_get(indices, k) * F
             for h in range(H):
                 hb = h * D
@@ -91,12 +95,7 @@ def _make_block_rows(W):
                 acc[j] = zero
                 xr[j] = to_acc(gx, load(x, xb + j))
             for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-                if pf_dist > 0:
-                    kp = k + pf_dist
-                    if kp < E_end:
-                        vp = raw_get(indices, kp)
-                        for t in range(pf_lines):
-                            prefetch(G, vp * W + t * pf_step)
+                _prefetch_ahead(G, indices, k + pf_dist, E_end, W, pf_dist, pf_lines, pf_step)
                 gb = raw_get(indices, k) * W
                 wv = to_acc(gx, load(w, k))
                 dot = zero
