@@ -18,26 +18,18 @@ forward, backward and optimiser steps of all batches; ``edges_per_s`` counts
 the edges of the sampled blocks.
 """
 
-import contextlib
-import statistics
-import time
-
 import torch
 import torch.nn.functional as F
 
-from .. import precision as prec
 from ..base import DGLError
 from ..convert import seed as set_seed
 from ..dataloading import DataLoader, NeighborSampler
 from .datasets import split_masks
-from .memory import StepMemory
-from .models import GAT, SAGE, count_parameters
-from ._select import Selection, scores
-from ._step import backward_step
+from .models import GAT, SAGE
+from ._select import scores
+from ._step import PrecisionMode, backward_step, run_epochs
 
 __all__ = ["BlockSAGE", "BlockGAT", "MINIBATCH_MODELS", "check_fanouts", "fanouts_arg", "train_minibatch"]
-
-_DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}
 
 
 def _per_layer(graphs, num_layers, model):
@@ -154,48 +146,22 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise DGLError(f"expected a positive int batch size, got {batch_size!r}")
     set_seed(run_seed)
-    mode = args.precision
-    dtype = _DTYPE.get(mode)
-    autocast = mode.startswith("amp-")
+    precision = PrecisionMode(args.precision, device)
     labels = g.ndata["label"]
     train_mask, val_mask, test_mask = split_masks(g, args.split)
-    model = _build(args.model, g.ndata["feat"].shape[1], num_classes, settings).to(device)
-    store = g
-    if mode in ("bf16", "fp16"):
-        store = prec.to_bfloat16(g) if mode == "bf16" else prec.to_half(g)
-        model = model.to(dtype)
+    model = precision.model(_build(args.model, g.ndata["feat"].shape[1], num_classes, settings).to(device))
+    store = precision.graph(g)
     feat = store.ndata["feat"]
-    eps = 1e-4 if mode == "fp16" else 1e-8
-    opt = torch.optim.Adam(model.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"], eps=eps)
-    scaler = torch.amp.GradScaler(device.type) if mode == "amp-fp16" else None
+    opt = precision.optimizer(model.parameters(), settings["lr"], settings["weight_decay"])
+    scaler = precision.scaler()
     sampler = NeighborSampler(fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"], prefetch_edge_feats=[])
     train_nids = train_mask.nonzero().squeeze(1)
     loader = DataLoader(store, train_nids, sampler, batch_size=batch_size, shuffle=True)
 
-    def ctx():
-        return torch.autocast(device.type, dtype=dtype) if autocast else contextlib.nullcontext()
-
-    def evaluate():
-        model.eval()
-        with torch.no_grad(), ctx():
-            logits = model(store, feat)
-        return scores(logits, labels, (val_mask, test_mask), val_mask)
-
-    losses, val_accs, times, edges = [], [], [], []
-    selection = Selection(args.patience)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=args.epochs, desc=f"{args.model}/{args.dataset}/{mode}/minibatch", leave=False)
-    step_memory = StepMemory(device, args.epochs)     # epochs after the first: see StepMemory
-    for epoch in range(args.epochs):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        model.train()
+    def train_epoch():
         total_loss, total_n, num_edges = 0.0, 0, 0
         for _, output_nodes, blocks in loader:
-            with ctx():
+            with precision.context():
                 logits = model(blocks, blocks[0].srcdata["feat"])
             y = blocks[-1].dstdata["label"]
             loss = F.cross_entropy(logits.float(), y)
@@ -203,26 +169,14 @@ def train_minibatch(g, num_classes, args, settings, device, run_seed, progress=T
             total_loss += float(loss.detach()) * output_nodes.numel()
             total_n += output_nodes.numel()
             num_edges += sum(b.num_edges() for b in blocks)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - t0)
-        edges.append(num_edges)
-        losses.append(total_loss / max(total_n, 1))
-        (val_acc, test_acc), val_loss = evaluate()
-        val_accs.append(val_acc)
-        stop = selection.update(epoch, val_acc, val_loss, test_acc)
-        if bar is not None:
-            bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
-            bar.update()
-        step_memory.epoch_done(epoch)
-        if stop:
-            break
-    mem = step_memory.close()
-    if bar is not None:
-        bar.close()
-    epoch_time = statistics.median(times)
-    return dict(losses=losses, val_accs=val_accs, epoch_times=times, median_epoch_s=epoch_time,
-                test_acc=selection.test_acc, best_val_acc=selection.best_val, best_epoch=selection.best_epoch,
-                epochs_run=len(losses), peak_mem_bytes=mem.peak_bytes, mem_method=mem.method,
-                edges_per_s=statistics.median(edges) / epoch_time if epoch_time > 0 else float("nan"),
-                final_loss=losses[-1], parameters=count_parameters(model))
+        return total_loss / max(total_n, 1), num_edges
+
+    def evaluate():
+        model.eval()
+        with torch.no_grad(), precision.context():
+            logits = model(store, feat)
+        (val_acc, test_acc), val_loss = scores(logits, labels, (val_mask, test_mask), val_mask)
+        return val_acc, test_acc, val_loss
+
+    desc = f"{args.model}/{args.dataset}/{args.precision}/minibatch" if progress else None
+    return run_epochs(model, train_epoch, evaluate, args.epochs, device, args.patience, desc)

@@ -14,29 +14,24 @@ backward and optimizer step), peak memory above the level before training (CPU: 
 CUDA: ``max_memory_allocated``) and edges per second (edges / median epoch time).
 """
 
-import contextlib
 import json
 import math
 import os
 import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
-from .. import precision as prec
 from ..convert import seed as set_seed
 from .datasets import DATASETS, load_dataset, split_masks
-from .memory import StepMemory, atomic_write
+from .memory import atomic_write
 from .minibatch import MINIBATCH_MODELS, check_fanouts, fanouts_arg, train_minibatch
-from .models import DEFAULTS, MODELS, build_model, count_parameters
-from ._select import Selection, scores
-from ._step import backward_step
+from .models import DEFAULTS, MODELS, build_model
+from ._select import scores
+from ._step import PRECISIONS, PrecisionMode, backward_step, run_epochs
 
 __all__ = ["add_train_arguments", "run", "train_once", "PRECISIONS"]
 
-PRECISIONS = ("fp32", "bf16", "fp16", "amp-bf16", "amp-fp16")
-_DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}
 
 
 def _positive_int(text):
@@ -150,78 +145,39 @@ def _settings(args):
 
 
 def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
-    """Train one model; returns a dict of curves and figures."""
+    """Train one model on the full graph; returns the figures of :func:`mpgraph.cli._step.run_epochs`."""
     set_seed(run_seed)
-    feat = g.ndata["feat"]
     labels = g.ndata["label"]
     train_mask, val_mask, test_mask = split_masks(g, args.split)
-    model = build_model(args.model, feat.shape[1], num_classes, settings["hidden"], settings["layers"],
+    precision = PrecisionMode(args.precision, device)
+    model = build_model(args.model, g.ndata["feat"].shape[1], num_classes, settings["hidden"], settings["layers"],
                         settings["dropout"], settings["heads"]).to(device)
-    mode = args.precision
-    dtype = _DTYPE.get(mode)
-    autocast = mode.startswith("amp-")
-    structure = g
-    if mode in ("bf16", "fp16"):
-        structure = prec.to_bfloat16(g) if mode == "bf16" else prec.to_half(g)
-        feat = feat.to(dtype)
-        model = model.to(dtype)
-    eps = 1e-4 if mode == "fp16" else 1e-8
-    opt = torch.optim.Adam(model.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"], eps=eps)
-    scaler = torch.amp.GradScaler(device.type) if mode == "amp-fp16" else None
+    model = precision.model(model)
+    structure = precision.graph(g)
+    feat = g.ndata["feat"].to(precision.dtype) if precision.converts else g.ndata["feat"]
+    opt = precision.optimizer(model.parameters(), settings["lr"], settings["weight_decay"])
+    scaler = precision.scaler()
 
-    def ctx():
-        if autocast:
-            return torch.autocast(device.type, dtype=dtype)
-        return contextlib.nullcontext()
+    def train_epoch():
+        with precision.context():
+            logits = model(structure, feat)
+        loss = F.cross_entropy(logits[train_mask].float(), labels[train_mask])
+        backward_step(loss, opt, scaler)
+        return loss.item(), g.num_edges()
 
     def evaluate():
         model.eval()
-        with torch.no_grad(), ctx():
+        with torch.no_grad(), precision.context():
             logits = model(structure, feat)
-        return scores(logits, labels, (train_mask, val_mask, test_mask), val_mask)
+        (_, val_acc, test_acc), val_loss = scores(logits, labels, (train_mask, val_mask, test_mask), val_mask)
+        return val_acc, test_acc, val_loss
 
     # Build the graph's sparse formats (CSC for forward, CSR for backward) before measuring: they belong
     # to the dataset, like the features, not to the training step (DGL: ``g.create_formats_()``).
     if hasattr(structure, "create_formats_"):
         structure.create_formats_()
-    losses, val_accs, times = [], [], []
-    selection = Selection(args.patience)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=args.epochs, desc=f"{args.model}/{args.dataset}/{mode}", leave=False)
-    step_memory = StepMemory(device, args.epochs)     # epochs after the first: see StepMemory
-    for epoch in range(args.epochs):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        model.train()
-        with ctx():
-            logits = model(structure, feat)
-        loss = F.cross_entropy(logits[train_mask].float(), labels[train_mask])
-        backward_step(loss, opt, scaler)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - t0)
-        losses.append(loss.item())
-        (_, val_acc, test_acc), val_loss = evaluate()
-        val_accs.append(val_acc)
-        stop = selection.update(epoch, val_acc, val_loss, test_acc)
-        if bar is not None:
-            bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{val_acc:.3f}")
-            bar.update()
-        step_memory.epoch_done(epoch)
-        if stop:
-            break
-    mem = step_memory.close()
-    if bar is not None:
-        bar.close()
-    epoch_time = statistics.median(times)
-    return dict(losses=losses, val_accs=val_accs, epoch_times=times, median_epoch_s=epoch_time,
-                test_acc=selection.test_acc, best_val_acc=selection.best_val, best_epoch=selection.best_epoch,
-                epochs_run=len(losses), peak_mem_bytes=mem.peak_bytes, mem_method=mem.method,
-                edges_per_s=g.num_edges() / epoch_time if epoch_time > 0 else float("nan"),
-                final_loss=losses[-1], parameters=count_parameters(model))
+    desc = f"{args.model}/{args.dataset}/{args.precision}" if progress else None
+    return run_epochs(model, train_epoch, evaluate, args.epochs, device, args.patience, desc)
 
 
 def _fmt_mem(b):

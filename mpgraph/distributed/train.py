@@ -64,7 +64,6 @@ uses ``cuda:LOCAL_RANK``); ``--dist-backend`` overrides.
 """
 
 import argparse
-import contextlib
 import datetime
 import gc
 import hashlib
@@ -84,7 +83,7 @@ import torch.nn.functional as F
 
 from .. import nn as gnn
 from ..base import DGLError
-from ..cli._step import backward_step
+from ..cli._step import PRECISIONS, PrecisionMode, backward_step
 from ..cli.minibatch import fanouts_arg
 from ..convert import seed as set_seed
 from ..dataloading.neighbor_sampler import NeighborSampler
@@ -98,8 +97,6 @@ from .partition import load_manifest, partition_graph
 
 __all__ = ["run_distributed", "add_distributed_arguments", "build_parser", "main", "DistSAGE", "PRECISIONS"]
 
-PRECISIONS = ("fp32", "bf16", "fp16", "amp-bf16", "amp-fp16")
-_HALF = {"bf16": torch.bfloat16, "fp16": torch.float16, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}
 #: GraphSAGE defaults (those of ``mpgraph train --model sage``).
 SAGE_DEFAULTS = dict(hidden=64, dropout=0.5, lr=0.01, weight_decay=5e-4, layers=2)
 _EXIT_PEER = 3
@@ -468,8 +465,8 @@ def _train(cfg, rank, world, device, backend, load_dataset):
                        f"launch with torchrun --nproc_per_node={cfg['num_parts']}")
     info = _setup(cfg, comm, world, load_dataset)
     mode = cfg["precision"]
-    half = _HALF.get(mode)
-    g = DistGraph(cfg["graph_name"], part_config=info["config"], float_dtype=half)
+    precision = PrecisionMode(mode, device)
+    g = DistGraph(cfg["graph_name"], part_config=info["config"], float_dtype=precision.dtype)
     missing = [k for k in _REQUIRED if k not in g.ndata]
     if missing:
         raise DGLError(f"expected node data {list(_REQUIRED)} in {info['config']!r}, missing {missing}")
@@ -486,17 +483,11 @@ def _train(cfg, rank, world, device, backend, load_dataset):
     set_seed(cfg["seed"])
     in_feats = g.ndata["feat"].shape[1]
     model = DistSAGE(in_feats, cfg["hidden"], num_classes, cfg["layers"], cfg["dropout"]).to(device)
-    if mode in ("bf16", "fp16"):
-        model = model.to(half)
+    model = precision.model(model)
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    eps = 1e-4 if mode == "fp16" else 1e-8
-    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"], eps=eps)
-    scaler = torch.amp.GradScaler(device.type) if mode == "amp-fp16" else None
-
-    def ctx():
-        if mode.startswith("amp-"):
-            return torch.autocast(device.type, dtype=half)
-        return contextlib.nullcontext()
+    opt = precision.optimizer(model.parameters(), cfg["lr"], cfg["weight_decay"])
+    scaler = precision.scaler()
+    ctx = precision.context
 
     sampler = NeighborSampler(cfg["fanouts"], prefetch_node_feats=["feat"], prefetch_labels=["label"])
     loader = DistNodeDataLoader(g, train_nids, sampler, device=device, batch_size=cfg["batch_size"], shuffle=True,
