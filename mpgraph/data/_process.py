@@ -7,7 +7,8 @@ place that turns arrays into an :class:`mpgraph` graph.
 import numpy as np
 import torch
 
-__all__ = ["bidirected_edges", "unique_edges", "rcmk_order", "permute_graph_arrays", "sort_by_dst", "make_graph"]
+__all__ = ["bidirected_edges", "unique_edges", "rcmk_order", "permute_graph_arrays", "sort_by_dst", "make_graph",
+           "graph_from_arrays"]
 
 
 def _sorted_unique(keys, presorted_runs=False):
@@ -151,6 +152,25 @@ def make_graph(src, dst, num_nodes, ndata=None):
     for key, value in (ndata or {}).items():
         g.ndata[key] = as_tensor(value)
     return g
+
+
+def graph_from_arrays(arrays, keys):
+    """Build the graph of a loader's or generator's array dict with :func:`make_graph`.
+
+    Parameters
+    ----------
+    arrays : dict
+        ``src``, ``dst`` and ``num_nodes``, plus node arrays of shape ``(N, ...)``.
+    keys : sequence of str
+        The node arrays to attach as ``ndata``, in this order.
+
+    Returns
+    -------
+    mpgraph.Graph
+        See :func:`make_graph`.
+    """
+    ndata = {k: arrays[k] for k in keys}
+    return make_graph(arrays["src"], arrays["dst"], arrays["num_nodes"], ndata)
 
 
 def sample_simple_undirected(num_pairs, sample_chunk, num_nodes, max_rounds=8, chunk_size=1 << 22):

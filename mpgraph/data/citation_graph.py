@@ -11,13 +11,13 @@ so the edge counts below include them.
 import io
 import os
 import pickle
+from functools import partialmethod
 
 import numpy as np
 
 from ..base import DGLError
-from ._process import bidirected_edges, make_graph, sort_by_dst, unique_edges
-from .dgl_dataset import DGLBuiltinDataset
-from .utils import _get_dgl_url
+from ._process import bidirected_edges, graph_from_arrays, sort_by_dst, unique_edges
+from .dgl_dataset import _DGLArchiveDataset
 
 __all__ = ["CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset", "PubmedGraphDataset"]
 
@@ -227,7 +227,7 @@ def _read_planetoid(paths, reverse_edge=True, need_features=True):
 
 
 # -- datasets --------------------------------------------------------------------------------------------------
-class CitationGraphDataset(DGLBuiltinDataset):
+class CitationGraphDataset(_DGLArchiveDataset):
     r"""A Planetoid citation graph: ``'cora'``, ``'citeseer'`` or ``'pubmed'``.
 
     Nodes are papers, edges are citations (made symmetric), features are
@@ -261,7 +261,6 @@ class CitationGraphDataset(DGLBuiltinDataset):
         downloaded (the message lists the files and where to put them).
     """
 
-    _urls = {"cora_v2": "dataset/cora_v2.zip", "citeseer": "dataset/citeseer.zip", "pubmed": "dataset/pubmed.zip"}
     _source_hint = "github.com/kimiyoung/planetoid (folder data/)"
 
     def __init__(self, name, raw_dir=None, force_reload=False, verbose=True, reverse_edge=True, transform=None):
@@ -272,14 +271,7 @@ class CitationGraphDataset(DGLBuiltinDataset):
         # DGL names its Cora archive cora_v2 (the GCN paper's Planetoid version).
         dgl_name = "cora_v2" if plain == "cora" else plain
         self._reverse_edge = reverse_edge
-        super().__init__(
-            dgl_name,
-            url=_get_dgl_url(self._urls[dgl_name]),
-            raw_dir=raw_dir,
-            force_reload=force_reload,
-            verbose=verbose,
-            transform=transform,
-        )
+        super().__init__(dgl_name, raw_dir, force_reload, verbose, transform)
 
     def _raw_layouts(self):
         plain, dgl_name = self._plain_name, self.name
@@ -297,8 +289,7 @@ class CitationGraphDataset(DGLBuiltinDataset):
         """Read the raw files and build the graph."""
         arrays = _read_planetoid(self.raw_files, reverse_edge=self._reverse_edge)
         self._num_classes = arrays["num_classes"]
-        ndata = {k: arrays[k] for k in ("train_mask", "val_mask", "test_mask", "label", "feat")}
-        self._g = make_graph(arrays["src"], arrays["dst"], arrays["num_nodes"], ndata)
+        self._g = graph_from_arrays(arrays, ("train_mask", "val_mask", "test_mask", "label", "feat"))
         self._print_info()
 
     @property
@@ -362,8 +353,7 @@ class CoraGraphDataset(CitationGraphDataset):
     (torch.Size([2708, 1433]), 7)
     """
 
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, reverse_edge=True, transform=None):
-        super().__init__("cora", raw_dir, force_reload, verbose, reverse_edge, transform)
+    __init__ = partialmethod(CitationGraphDataset.__init__, "cora")
 
 
 class CiteseerGraphDataset(CitationGraphDataset):
@@ -388,8 +378,7 @@ class CiteseerGraphDataset(CitationGraphDataset):
         Applied to the graph on every access. Default: ``None``.
     """
 
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, reverse_edge=True, transform=None):
-        super().__init__("citeseer", raw_dir, force_reload, verbose, reverse_edge, transform)
+    __init__ = partialmethod(CitationGraphDataset.__init__, "citeseer")
 
 
 class PubmedGraphDataset(CitationGraphDataset):
@@ -413,5 +402,4 @@ class PubmedGraphDataset(CitationGraphDataset):
         Applied to the graph on every access. Default: ``None``.
     """
 
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, reverse_edge=True, transform=None):
-        super().__init__("pubmed", raw_dir, force_reload, verbose, reverse_edge, transform)
+    __init__ = partialmethod(CitationGraphDataset.__init__, "pubmed")

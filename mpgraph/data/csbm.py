@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 
 from ..base import DGLError
-from ._process import make_graph, sample_simple_undirected
+from ._process import graph_from_arrays, sample_simple_undirected
 from .dgl_dataset import _GeneratedDataset
 
 __all__ = ["CSBMDataset"]
@@ -44,6 +44,47 @@ def _features(label, means, rng, chunk_rows=1 << 14):
     return feat
 
 
+#: The node arrays of a generated graph, in ``ndata`` order.
+_NODE_ARRAYS = ("feat", "label", "train_mask", "val_mask", "test_mask")
+
+
+def _labelled_graph_arrays(sample, num_pairs, label, num_classes, num_feats, snr, split, rng):
+    """Sample the edges, then draw the features and masks, of a generated node-classification graph.
+
+    Parameters
+    ----------
+    sample : callable
+        The pair sampler of :func:`~mpgraph.data._process.sample_simple_undirected`.
+    num_pairs : int
+        Number of undirected edges to draw.
+    label : numpy.ndarray
+        ``(N,)`` int64 node classes.
+    num_classes, num_feats : int
+        ``C`` and the feature size ``D``.
+    snr : float
+        Norm of the class means (see :func:`_class_means`).
+    split : sequence of float
+        Train, validation and test fractions (see :func:`_split_masks`).
+    rng : numpy.random.Generator
+        Drawn from in this order: edges, class means, features, masks.
+
+    Returns
+    -------
+    dict
+        ``src``, ``dst`` (``(E,)`` int64, both directions), ``num_nodes``,
+        ``feat`` (``(N, D)`` float32), ``label``, ``train_mask``/``val_mask``/``test_mask``
+        (``(N,)`` bool).
+    """
+    num_nodes = label.shape[0]
+    lo, hi = sample_simple_undirected(num_pairs, sample, num_nodes)
+    src, dst = np.concatenate([lo, hi]), np.concatenate([hi, lo])
+    del lo, hi
+    feat = _features(label, _class_means(num_classes, num_feats, snr, rng), rng)
+    train, val, test = _split_masks(num_nodes, split, rng)
+    return {"src": src, "dst": dst, "num_nodes": num_nodes, "feat": feat, "label": label,
+            "train_mask": train, "val_mask": val, "test_mask": test}
+
+
 def _generate_csbm(num_nodes, num_classes, avg_degree, homophily, num_feats, snr, split, seed):
     """Generate the arrays of a contextual SBM; see :class:`CSBMDataset`.
 
@@ -73,12 +114,7 @@ def _generate_csbm(num_nodes, num_classes, avg_degree, homophily, num_feats, snr
         v = order[np.where(intra, starts[cu] + r_in, r_out)]
         return u, v
 
-    lo, hi = sample_simple_undirected(int(round(N * avg_degree / 2)), sample, N)
-    src, dst = np.concatenate([lo, hi]), np.concatenate([hi, lo])
-    feat = _features(label, _class_means(C, num_feats, snr, rng), rng)
-    train, val, test = _split_masks(N, split, rng)
-    return {"src": src, "dst": dst, "num_nodes": N, "feat": feat, "label": label,
-            "train_mask": train, "val_mask": val, "test_mask": test}
+    return _labelled_graph_arrays(sample, int(round(N * avg_degree / 2)), label, C, num_feats, snr, split, rng)
 
 
 def _check_number(name, value, lo, hi=math.inf, integer=False, lo_open=False):
@@ -91,6 +127,15 @@ def _check_number(name, value, lo, hi=math.inf, integer=False, lo_open=False):
         bound = f"> {lo}" if lo_open else f">= {lo}"
         upper = "" if hi == math.inf else f" and <= {hi}"
         raise DGLError(f"expected {name} to be {what} {bound}{upper}, got {value!r}")
+
+
+def _check_split(split):
+    """Return ``split`` as a tuple after checking it holds 3 non-negative fractions summing to 1."""
+    split = tuple(split)
+    if len(split) != 3 or any(not isinstance(f, numbers.Real) or f < 0 for f in split) \
+            or not math.isclose(sum(split), 1.0):
+        raise DGLError(f"expected split of 3 non-negative fractions summing to 1, got {split!r}")
+    return split
 
 
 class CSBMDataset(_GeneratedDataset):
@@ -180,10 +225,7 @@ class CSBMDataset(_GeneratedDataset):
         _check_number("num_feats", num_feats, 1, integer=True)
         _check_number("snr", snr, 0)
         _check_number("seed", seed, 0, integer=True)
-        split = tuple(split)
-        if len(split) != 3 or any(not isinstance(f, numbers.Real) or f < 0 for f in split) \
-                or not math.isclose(sum(split), 1.0):
-            raise DGLError(f"expected split of 3 non-negative fractions summing to 1, got {split!r}")
+        split = _check_split(split)
         self._args = dict(num_nodes=num_nodes, num_classes=num_classes, avg_degree=avg_degree, homophily=homophily,
                           num_feats=num_feats, snr=snr, split=split, seed=seed)
         super().__init__("csbm", hash_key=tuple(self._args.values()), verbose=verbose, transform=transform)
@@ -191,8 +233,7 @@ class CSBMDataset(_GeneratedDataset):
     def process(self):
         """Generate the graph."""
         a = _generate_csbm(**self._args)
-        ndata = {k: a[k] for k in ("feat", "label", "train_mask", "val_mask", "test_mask")}
-        self._g = make_graph(a["src"], a["dst"], a["num_nodes"], ndata)
+        self._g = graph_from_arrays(a, _NODE_ARRAYS)
         if self.verbose:
             same = (a["label"][a["src"]] == a["label"][a["dst"]]).mean() if len(a["src"]) else float("nan")
             print(f"  NumNodes: {a['num_nodes']}\n  NumEdges: {len(a['src'])}\n  EdgeHomophily: {same:.3f}")

@@ -8,7 +8,7 @@ import traceback
 import zipfile
 
 from ..base import DGLError
-from .utils import DownloadError, download, extract_archive, get_download_dir, makedirs
+from .utils import DownloadError, _get_dgl_url, download, extract_archive, get_download_dir, makedirs
 
 __all__ = ["DGLDataset", "DGLBuiltinDataset"]
 
@@ -325,6 +325,32 @@ class DGLBuiltinDataset(DGLDataset):
         for key, label in (("train_mask", "Training"), ("val_mask", "Validation"), ("test_mask", "Test")):
             if key in g.ndata:
                 print(f"  Num{label}Samples: {int(g.ndata[key].sum())}")
+
+
+class _DGLArchiveDataset(DGLBuiltinDataset):
+    """Base of the built-in datasets whose archive is ``dataset/<name>.zip`` on DGL's server.
+
+    The constructor takes the arguments of :class:`DGLBuiltinDataset` except
+    ``url``, which it derives from ``name`` (honouring ``MPGRAPH_DATA_URL``), and
+    ``hash_key``. A subclass that accepts a fixed set of names lists them as the
+    keys of ``_upstream`` (DGL's name -> upstream name); any other ``name``
+    raises :class:`~mpgraph.base.DGLError`.
+    """
+
+    #: Accepted names (DGL's) -> upstream names; ``None`` accepts any name.
+    _upstream = None
+
+    def __init__(self, name, raw_dir=None, force_reload=False, verbose=False, transform=None):
+        if self._upstream is not None and name not in self._upstream:
+            raise DGLError(f"expected one of {sorted(self._upstream)}, got {name!r}")
+        super().__init__(
+            name,
+            url=_get_dgl_url(f"dataset/{name}.zip"),
+            raw_dir=raw_dir,
+            force_reload=force_reload,
+            verbose=verbose,
+            transform=transform,
+        )
 
 
 class _GeneratedDataset(DGLDataset):

@@ -8,13 +8,13 @@ each line ``a<TAB>b`` of ``out1_graph_edges.txt`` becomes the edge ``b -> a``
 """
 
 import os
+from functools import partialmethod
 
 import numpy as np
 
 from ..base import DGLError
 from ._process import make_graph
-from .dgl_dataset import DGLBuiltinDataset
-from .utils import _get_dgl_url
+from .dgl_dataset import _DGLArchiveDataset
 
 __all__ = [
     "GeomGCNDataset",
@@ -93,7 +93,7 @@ def _read_splits(paths, num_nodes):
     return {k: np.stack(v, axis=1) for k, v in masks.items()}
 
 
-class GeomGCNDataset(DGLBuiltinDataset):
+class GeomGCNDataset(_DGLArchiveDataset):
     r"""Base of the Geom-GCN datasets: one directed graph, node classification, 10 splits.
 
     Parameters
@@ -128,16 +128,7 @@ class GeomGCNDataset(DGLBuiltinDataset):
     _source_hint = "github.com/graphdml-uiuc-jlu/geom-gcn (new_data/ and splits/)"
 
     def __init__(self, name, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        if name not in self._upstream:
-            raise DGLError(f"expected one of {sorted(self._upstream)}, got {name!r}")
-        super().__init__(
-            name,
-            url=_get_dgl_url(f"dataset/{name}.zip"),
-            raw_dir=raw_dir,
-            force_reload=force_reload,
-            verbose=verbose,
-            transform=transform,
-        )
+        super().__init__(name, raw_dir, force_reload, verbose, transform)
 
     def _raw_layouts(self):
         name, up = self.name, self._upstream[self.name]
@@ -208,46 +199,34 @@ def _doc(title, stats):
 class CornellDataset(GeomGCNDataset):
     __doc__ = _doc("Cornell web pages (WebKB), by Geom-GCN.",
                    "183 nodes, 298 edges, 1703 features, 5 classes; split 0 train/val/test 87/59/37.")
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        super().__init__("cornell", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GeomGCNDataset.__init__, "cornell")
 
 
 class TexasDataset(GeomGCNDataset):
     __doc__ = _doc("Texas web pages (WebKB), by Geom-GCN.",
                    "183 nodes, 325 edges, 1703 features, 5 classes; split 0 train/val/test 87/59/37.")
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        super().__init__("texas", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GeomGCNDataset.__init__, "texas")
 
 
 class WisconsinDataset(GeomGCNDataset):
     __doc__ = _doc("Wisconsin web pages (WebKB), by Geom-GCN.",
                    "251 nodes, 515 edges, 1703 features, 5 classes; split 0 train/val/test 120/80/51.")
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        super().__init__("wisconsin", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GeomGCNDataset.__init__, "wisconsin")
 
 
 class ChameleonDataset(GeomGCNDataset):
     __doc__ = _doc("Wikipedia chameleon page-page network, by Geom-GCN.",
                    "2277 nodes, 36101 edges, 5 classes; train/val/test 1092/729/456.")
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        super().__init__("chameleon", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GeomGCNDataset.__init__, "chameleon")
 
 
 class SquirrelDataset(GeomGCNDataset):
     __doc__ = _doc("Wikipedia squirrel page-page network, by Geom-GCN.",
                    "5201 nodes, 217073 edges, 5 classes; train/val/test 2496/1664/1041.")
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        super().__init__("squirrel", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GeomGCNDataset.__init__, "squirrel")
 
 
 class ActorDataset(GeomGCNDataset):
     __doc__ = _doc("Actor co-occurrence network (``film`` in Geom-GCN); features are index lists.",
                    "7600 nodes, 33391 edges, 932 features, 5 classes; train/val/test 3648/2432/1520.")
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=True, transform=None):
-        super().__init__("actor", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GeomGCNDataset.__init__, "actor")

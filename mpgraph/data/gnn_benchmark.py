@@ -7,13 +7,13 @@ sorted by destination.
 """
 
 import os
+from functools import partialmethod
 
 import numpy as np
 
 from ..base import DGLError
-from ._process import bidirected_edges, make_graph, permute_graph_arrays, rcmk_order
-from .dgl_dataset import DGLBuiltinDataset
-from .utils import _get_dgl_url
+from ._process import bidirected_edges, graph_from_arrays, permute_graph_arrays, rcmk_order
+from .dgl_dataset import _DGLArchiveDataset
 
 __all__ = [
     "GNNBenchmarkDataset",
@@ -90,7 +90,7 @@ def _read_sparse_graph_npz(path, reorder=True):
     return {"src": src, "dst": dst, "num_nodes": num_nodes, **ndata}
 
 
-class GNNBenchmarkDataset(DGLBuiltinDataset):
+class GNNBenchmarkDataset(_DGLArchiveDataset):
     r"""Base of the gnn-benchmark datasets (one graph, node classification).
 
     Parameters
@@ -121,18 +121,6 @@ class GNNBenchmarkDataset(DGLBuiltinDataset):
     }
     _source_hint = "github.com/shchur/gnn-benchmark (data/npz/)"
 
-    def __init__(self, name, raw_dir=None, force_reload=False, verbose=False, transform=None):
-        if name not in self._upstream:
-            raise DGLError(f"expected one of {sorted(self._upstream)}, got {name!r}")
-        super().__init__(
-            name,
-            url=_get_dgl_url(f"dataset/{name}.zip"),
-            raw_dir=raw_dir,
-            force_reload=force_reload,
-            verbose=verbose,
-            transform=transform,
-        )
-
     def _raw_layouts(self):
         name, up = self.name, self._upstream[self.name]
         rels = [os.path.join(name, name + ".npz"), name + ".npz", up, os.path.join("npz", up), os.path.join(name, up)]
@@ -142,8 +130,7 @@ class GNNBenchmarkDataset(DGLBuiltinDataset):
         """Read the npz and build the graph."""
         arrays = _read_sparse_graph_npz(self.raw_files["npz"])
         self._num_classes = int(arrays["label"].max()) + 1
-        ndata = {k: arrays[k] for k in ("feat", "label") if k in arrays}
-        self._g = make_graph(arrays["src"], arrays["dst"], arrays["num_nodes"], ndata)
+        self._g = graph_from_arrays(arrays, [k for k in ("feat", "label") if k in arrays])
         self._print_info()
 
     @property
@@ -184,9 +171,7 @@ class CoraFullDataset(GNNBenchmarkDataset):
         "cora_full",
         "Extended Cora citation graph. DGL's statistics: 19,793 nodes, 126,842 edges, 8,710 features, 70 classes.",
     )
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=False, transform=None):
-        super().__init__("cora_full", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GNNBenchmarkDataset.__init__, "cora_full")
 
 
 class AmazonCoBuyComputerDataset(GNNBenchmarkDataset):
@@ -195,9 +180,7 @@ class AmazonCoBuyComputerDataset(GNNBenchmarkDataset):
         "Amazon Computers co-purchase graph. DGL's statistics: 13,752 nodes, 491,722 edges, 767 features, "
         "10 classes.",
     )
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=False, transform=None):
-        super().__init__("amazon_co_buy_computer", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GNNBenchmarkDataset.__init__, "amazon_co_buy_computer")
 
 
 class AmazonCoBuyPhotoDataset(GNNBenchmarkDataset):
@@ -205,9 +188,7 @@ class AmazonCoBuyPhotoDataset(GNNBenchmarkDataset):
         "amazon_co_buy_photo",
         "Amazon Photo co-purchase graph. DGL's statistics: 7,650 nodes, 238,163 edges, 745 features, 8 classes.",
     )
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=False, transform=None):
-        super().__init__("amazon_co_buy_photo", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GNNBenchmarkDataset.__init__, "amazon_co_buy_photo")
 
 
 class CoauthorCSDataset(GNNBenchmarkDataset):
@@ -216,9 +197,7 @@ class CoauthorCSDataset(GNNBenchmarkDataset):
         "Coauthor CS co-authorship graph. DGL's statistics: 18,333 nodes, 163,788 edges, 6,805 features, "
         "15 classes.",
     )
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=False, transform=None):
-        super().__init__("coauthor_cs", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GNNBenchmarkDataset.__init__, "coauthor_cs")
 
 
 class CoauthorPhysicsDataset(GNNBenchmarkDataset):
@@ -227,6 +206,4 @@ class CoauthorPhysicsDataset(GNNBenchmarkDataset):
         "Coauthor Physics co-authorship graph. DGL's statistics: 34,493 nodes, 495,924 edges, 8,415 features, "
         "5 classes.",
     )
-
-    def __init__(self, raw_dir=None, force_reload=False, verbose=False, transform=None):
-        super().__init__("coauthor_physics", raw_dir, force_reload, verbose, transform)
+    __init__ = partialmethod(GNNBenchmarkDataset.__init__, "coauthor_physics")

@@ -5,6 +5,7 @@ import torch
 
 from ..base import DGLError
 from ..convert import graph as _graph
+from ._process import unique_edges
 from .csbm import _check_number
 from .dgl_dataset import _GeneratedDataset
 
@@ -56,9 +57,7 @@ def _make_graph(family, n, noise, feature, max_degree, rng):
         b = rng.integers(0, num_nodes, size=extra)
         keep = a != b
         u, v = np.concatenate([u, a[keep]]), np.concatenate([v, b[keep]])
-    lo, hi = np.minimum(u, v), np.maximum(u, v)
-    key = np.unique(lo * num_nodes + hi)                     # distinct undirected edges
-    lo, hi = key // num_nodes, key % num_nodes
+    lo, hi = unique_edges(np.minimum(u, v), np.maximum(u, v), num_nodes)  # distinct undirected edges
     perm = rng.permutation(num_nodes)                        # node order must not reveal the class
     src = np.concatenate([perm[lo], perm[hi]])
     dst = np.concatenate([perm[hi], perm[lo]])

@@ -5,9 +5,8 @@ import os
 import numpy as np
 
 from ..base import DGLError
-from ._process import make_graph, permute_graph_arrays, rcmk_order
-from .dgl_dataset import DGLBuiltinDataset
-from .utils import _get_dgl_url
+from ._process import graph_from_arrays, permute_graph_arrays, rcmk_order
+from .dgl_dataset import _DGLArchiveDataset
 
 __all__ = ["RedditDataset"]
 
@@ -66,7 +65,7 @@ def _read_reddit(graph_path, data_path, reorder=True):
     return {"src": src, "dst": dst, "num_nodes": num_nodes, **ndata}
 
 
-class RedditDataset(DGLBuiltinDataset):
+class RedditDataset(_DGLArchiveDataset):
     r"""Reddit posts of September 2014, linked when one user commented on both; predict the subreddit.
 
     Statistics (DGL's): 232,965 nodes, 114,615,892 edges, 602 features,
@@ -102,15 +101,7 @@ class RedditDataset(DGLBuiltinDataset):
 
     def __init__(self, self_loop=False, raw_dir=None, force_reload=False, verbose=False, transform=None):
         self._self_loop_str = "_self_loop" if self_loop else ""
-        name = f"reddit{self._self_loop_str}"
-        super().__init__(
-            name,
-            url=_get_dgl_url(f"dataset/{name}.zip"),
-            raw_dir=raw_dir,
-            force_reload=force_reload,
-            verbose=verbose,
-            transform=transform,
-        )
+        super().__init__(f"reddit{self._self_loop_str}", raw_dir, force_reload, verbose, transform)
 
     def _raw_layouts(self):
         graph_file = f"reddit{self._self_loop_str}_graph.npz"
@@ -122,8 +113,7 @@ class RedditDataset(DGLBuiltinDataset):
     def process(self):
         """Read the two npz files and build the graph."""
         arrays = _read_reddit(self.raw_files["graph"], self.raw_files["data"])
-        ndata = {k: arrays[k] for k in ("train_mask", "val_mask", "test_mask", "feat", "label")}
-        self._g = make_graph(arrays["src"], arrays["dst"], arrays["num_nodes"], ndata)
+        self._g = graph_from_arrays(arrays, ("train_mask", "val_mask", "test_mask", "feat", "label"))
         self._print_info()
 
     @property

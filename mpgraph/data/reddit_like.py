@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ._process import make_graph, sample_simple_undirected
-from .csbm import _check_number, _class_means, _features, _split_masks
+from ._process import graph_from_arrays
+from .csbm import _NODE_ARRAYS, _check_number, _labelled_graph_arrays
 from .dgl_dataset import _GeneratedDataset
 
 __all__ = ["RedditLikeDataset"]
@@ -82,14 +82,9 @@ def _generate_reddit_like(scale, homophily, snr, tail, seed):
         v = pick(np.where(rng.random(n) < p_same, r_same, r_any))
         return u, v
 
-    lo, hi = sample_simple_undirected(int(round(N * mean_degree / 2)), sample, N)
-    src, dst = np.concatenate([lo, hi]), np.concatenate([hi, lo])
-    del lo, hi
-    feat = _features(label, _class_means(C, REDDIT_NUM_FEATS, snr, rng), rng)
     total_split = sum(REDDIT_SPLIT)
-    train, val, test = _split_masks(N, [n / total_split for n in REDDIT_SPLIT], rng)
-    return {"src": src, "dst": dst, "num_nodes": N, "feat": feat, "label": label,
-            "train_mask": train, "val_mask": val, "test_mask": test}
+    split = [n / total_split for n in REDDIT_SPLIT]
+    return _labelled_graph_arrays(sample, int(round(N * mean_degree / 2)), label, C, REDDIT_NUM_FEATS, snr, split, rng)
 
 
 class RedditLikeDataset(_GeneratedDataset):
@@ -167,8 +162,7 @@ class RedditLikeDataset(_GeneratedDataset):
     def process(self):
         """Generate the graph."""
         a = _generate_reddit_like(**self._args)
-        ndata = {k: a[k] for k in ("feat", "label", "train_mask", "val_mask", "test_mask")}
-        self._g = make_graph(a["src"], a["dst"], a["num_nodes"], ndata)
+        self._g = graph_from_arrays(a, _NODE_ARRAYS)
         if self.verbose:
             print(f"  NumNodes: {a['num_nodes']}\n  NumEdges: {len(a['src'])}\n  NumFeats: {REDDIT_NUM_FEATS}")
 

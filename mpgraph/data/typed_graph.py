@@ -1,12 +1,10 @@
 """A generated typed graph for entity classification: authors, papers and venues."""
 
-import math
-import numbers
-
 import numpy as np
 import torch
 
-from ..base import DGLError
+from ._process import unique_edges
+from .csbm import _check_number, _check_split, _split_masks
 from .dgl_dataset import _GeneratedDataset
 
 __all__ = ["typed_citation_graph", "SyntheticTypedGraphDataset", "TYPED_RELATIONS"]
@@ -21,14 +19,6 @@ TYPED_RELATIONS = (
 )
 
 
-def _check(name, value, lo, hi=math.inf, integer=False):
-    kind = numbers.Integral if integer else numbers.Real
-    if not isinstance(value, kind) or isinstance(value, bool) or not lo <= value <= hi:
-        what = "an int" if integer else "a number"
-        upper = "" if hi == math.inf else f" and <= {hi}"
-        raise DGLError(f"expected {name} to be {what} >= {lo}{upper}, got {value!r}")
-
-
 def _pick(rng, label_src, label_pool, homophily):
     """For each source (class ``label_src[i]``) one pool member: same class w.p. ``homophily``, else uniform."""
     n, P = label_src.shape[0], label_pool.shape[0]
@@ -41,11 +31,6 @@ def _pick(rng, label_src, label_pool, homophily):
     anyone = rng.integers(0, P, size=n)
     use_same = (rng.random(n) < homophily) & (sizes[label_src] > 0)
     return np.where(use_same, same, anyone)
-
-
-def _unique_pairs(src, dst, num_dst):
-    key = np.unique(src.astype(np.int64) * num_dst + dst.astype(np.int64))
-    return key // num_dst, key % num_dst
 
 
 def typed_citation_graph(num_papers=600, num_authors=300, num_venues=12, num_classes=_DEFAULT_NUM_CLASSES, num_feats=16,
@@ -108,20 +93,17 @@ def typed_citation_graph(num_papers=600, num_authors=300, num_venues=12, num_cla
     >>> g.num_edges('writes') == g.num_edges('written-by')
     True
     """
-    _check("num_papers", num_papers, 2, integer=True)
-    _check("num_authors", num_authors, 1, integer=True)
-    _check("num_venues", num_venues, 1, integer=True)
-    _check("num_classes", num_classes, 2, num_papers, integer=True)
-    _check("num_feats", num_feats, 1, integer=True)
-    _check("authors_per_paper", authors_per_paper, 1, integer=True)
-    _check("cites_per_paper", cites_per_paper, 0, integer=True)
-    _check("homophily", homophily, 0, 1)
-    _check("snr", snr, 0)
-    _check("seed", seed, 0, integer=True)
-    split = tuple(split)
-    if len(split) != 3 or any(not isinstance(f, numbers.Real) or f < 0 for f in split) \
-            or not math.isclose(sum(split), 1.0):
-        raise DGLError(f"expected split of 3 non-negative fractions summing to 1, got {split!r}")
+    _check_number("num_papers", num_papers, 2, integer=True)
+    _check_number("num_authors", num_authors, 1, integer=True)
+    _check_number("num_venues", num_venues, 1, integer=True)
+    _check_number("num_classes", num_classes, 2, num_papers, integer=True)
+    _check_number("num_feats", num_feats, 1, integer=True)
+    _check_number("authors_per_paper", authors_per_paper, 1, integer=True)
+    _check_number("cites_per_paper", cites_per_paper, 0, integer=True)
+    _check_number("homophily", homophily, 0, 1)
+    _check_number("snr", snr, 0)
+    _check_number("seed", seed, 0, integer=True)
+    split = _check_split(split)
     rng = np.random.default_rng(seed)
     C = num_classes
     y_paper = rng.permutation(np.arange(num_papers, dtype=np.int64) % C)
@@ -130,12 +112,12 @@ def typed_citation_graph(num_papers=600, num_authors=300, num_venues=12, num_cla
 
     paper_rep = np.repeat(np.arange(num_papers), authors_per_paper)
     authors = _pick(rng, y_paper[paper_rep], y_author, homophily)
-    w_src, w_dst = _unique_pairs(authors, paper_rep, num_papers)             # author -> paper
+    w_src, w_dst = unique_edges(authors, paper_rep, num_papers)             # author -> paper
 
     citing = np.repeat(np.arange(num_papers), cites_per_paper)
     cited = _pick(rng, y_paper[citing], y_paper, homophily)
     keep = cited != citing
-    c_src, c_dst = _unique_pairs(citing[keep], cited[keep], num_papers)     # paper -> paper
+    c_src, c_dst = unique_edges(citing[keep], cited[keep], num_papers)     # paper -> paper
 
     venue = _pick(rng, y_paper, y_venue, homophily)
     p_src, p_dst = np.arange(num_papers, dtype=np.int64), venue.astype(np.int64)
@@ -147,14 +129,7 @@ def typed_citation_graph(num_papers=600, num_authors=300, num_venues=12, num_cla
         return (snr * means[labels] + rng.standard_normal((labels.shape[0], num_feats))).astype(np.float32)
 
     x_author, x_paper, x_venue = feats(y_author), feats(y_paper), feats(y_venue)
-    perm = rng.permutation(num_papers)
-    n_train = int(round(split[0] * num_papers))
-    n_val = int(round(split[1] * num_papers))
-    masks = []
-    for lo, hi in ((0, n_train), (n_train, n_train + n_val), (n_train + n_val, num_papers)):
-        m = np.zeros(num_papers, dtype=bool)
-        m[perm[lo:hi]] = True
-        masks.append(m)
+    masks = _split_masks(num_papers, split, rng)
 
     from ..convert import heterograph
 
