@@ -7,30 +7,25 @@ Every check runs an op forward and backward with ``use_backend('triton', strict=
 On CPU the backend only runs under Triton's interpreter with the opt-in ``MPGRAPH_TRITON_ON_CPU=1``.
 ``triton.jit`` reads ``TRITON_INTERPRET`` when kernels are defined, so (like ``test_triton_kernels.py``)
 the checks run in one subprocess: this file executed as a script with both variables set prints one
-JSON line per check, and the parametrized ``test_interpreter`` cases read them. The worker lowers the
-backend's row split to 8 so that the hub row (30 in-edges) takes the two-pass (partials + combine) path.
+JSON line per check, and the parametrized ``test_interpreter`` cases read them (``_triton_subprocess.py``
+holds the runner both files share). The worker lowers the backend's row split to 8 so that the hub row
+(30 in-edges) takes the two-pass (partials + combine) path.
 In-process tests check that without the opt-in CPU calls never select triton.
 """
 
-import importlib.util
-import json
 import os
-import subprocess
 import sys
-import time
-import traceback
 from pathlib import Path
 
 import pytest
 import torch
 
+from ops._triton_subprocess import (HAS_TRITON, ROOT, Checks, assert_interpreter_ok, interpreter_fixture,
+                                    run_checks, run_python)
 from tolerances import assert_close
 
 HERE = Path(__file__).resolve()
-ROOT = HERE.parents[2]
-TESTS = HERE.parents[1]
 
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 SPLIT = 8
 SPMM_OPS = ["copy_lhs", "copy_rhs", "add", "sub", "mul", "div"]
 REDUCES = ["sum", "mean", "max", "min"]
@@ -112,17 +107,10 @@ def _compare(fn, inputs, dtype=None, min_calls=1):
 # ----------------------------------------------------------------------------------------------
 # checks (each runs in the interpreter subprocess)
 # ----------------------------------------------------------------------------------------------
-CHECKS = {}
+CHECKS = Checks()
 
 
-def _check(name):
-    def register(fn):
-        CHECKS[name] = fn
-        return fn
-    return register
-
-
-@_check("gspmm-all-ops-f32")
+@CHECKS.add("gspmm-all-ops-f32")
 def _gspmm_all_ops():
     from mpgraph.ops import gspmm
 
@@ -163,11 +151,10 @@ def _named_check(dtype):
     return run
 
 
-for _dn, _dt in DTYPES.items():
-    CHECKS[f"named-ops-{_dn}"] = _named_check(_dt)
+CHECKS.per_dtype("named-ops", _named_check)
 
 
-@_check("gsddmm-targets-f32")
+@CHECKS.add("gsddmm-targets-f32")
 def _gsddmm_targets():
     from mpgraph.ops import gsddmm
 
@@ -201,11 +188,10 @@ def _softmax_check(dtype):
     return run
 
 
-for _dn, _dt in DTYPES.items():
-    CHECKS[f"edge_softmax-{_dn}"] = _softmax_check(_dt)
+CHECKS.per_dtype("edge_softmax", _softmax_check)
 
 
-@_check("bipartite-f32")
+@CHECKS.add("bipartite-f32")
 def _bipartite_ops():
     from mpgraph import ops
 
@@ -218,7 +204,7 @@ def _bipartite_ops():
     _compare(lambda z: ops.edge_softmax(index, z), [_feat((E, 2), torch.float32, 6)])
 
 
-@_check("float64")
+@CHECKS.add("float64")
 def _float64():
     from mpgraph import ops
 
@@ -238,7 +224,7 @@ def _float64():
         assert torch.autograd.gradcheck(lambda p, q: ops.u_mul_e_sum(small, p, q), (x, a), fast_mode=True)
 
 
-@_check("autocast-bf16")
+@CHECKS.add("autocast-bf16")
 def _autocast():
     from mpgraph import ops
 
@@ -277,11 +263,10 @@ def _update_all_check(dtype):
     return run
 
 
-for _dn, _dt in DTYPES.items():
-    CHECKS[f"update_all-{_dn}"] = _update_all_check(_dt)
+CHECKS.per_dtype("update_all", _update_all_check)
 
 
-@_check("unsupported-broadcast-falls-back")
+@CHECKS.add("unsupported-broadcast-falls-back")
 def _fallback():
     from mpgraph import ops
     from mpgraph.base import DGLError
@@ -305,7 +290,7 @@ def _fallback():
         assert_close(out, ops.u_mul_e_sum(g, x, w), torch.float32)
 
 
-@_check("no-opt-in-no-triton")
+@CHECKS.add("no-opt-in-no-triton")
 def _no_opt_in():
     """With TRITON_INTERPRET=1 but without MPGRAPH_TRITON_ON_CPU, CPU calls never select triton."""
     from mpgraph import ops
@@ -335,38 +320,15 @@ def _no_opt_in():
 # ----------------------------------------------------------------------------------------------
 # interpreter tests (one subprocess for all selected checks)
 # ----------------------------------------------------------------------------------------------
-_HAS_TRITON = importlib.util.find_spec("triton") is not None
-
-
-@pytest.fixture(scope="module")
-def interpreter_results(request):
-    """Run the selected checks in one interpreter subprocess; ``{name: {"status", "seconds"}}``."""
-    if not _HAS_TRITON:
-        pytest.skip("triton is not installed")
-    names = [item.callspec.params["case"] for item in request.session.items
-             if item.path == HERE and item.originalname == "test_interpreter"]
-    env = {k: v for k, v in os.environ.items() if k != "MPGRAPH_BACKEND"}
-    env.update(TRITON_INTERPRET="1", MPGRAPH_TRITON_ON_CPU="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    proc = subprocess.run([sys.executable, str(HERE), *names], env=env, cwd=str(ROOT), capture_output=True,
-                          text=True, timeout=900)
-    results = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            record = json.loads(line)
-            results[record["case"]] = record
-    results["__proc__"] = proc
-    return results
+# {name: {"case", "status", "seconds"}} for the selected checks, run with the CPU opt-in and without a
+# MPGRAPH_BACKEND override
+interpreter_results = interpreter_fixture(HERE, drop=("MPGRAPH_BACKEND",), MPGRAPH_TRITON_ON_CPU="1")
 
 
 @pytest.mark.interpreter
 @pytest.mark.parametrize("case", sorted(CHECKS))
 def test_interpreter(case, interpreter_results):
-    record = interpreter_results.get(case)
-    if record is None:
-        proc = interpreter_results["__proc__"]
-        pytest.fail(f"interpreter worker gave no result for {case} (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
-    assert record["status"] == "ok", record["status"]
+    assert_interpreter_ok(interpreter_results, case)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -395,7 +357,7 @@ def test_cpu_calls_never_select_triton_without_opt_in(monkeypatch):
 def test_triton_backend_registers_without_importing_triton():
     from mpgraph.ops import _dispatch, _triton
 
-    if not _HAS_TRITON:
+    if not HAS_TRITON:
         assert _triton.KERNELS == {}
         assert "triton" not in _dispatch.backends("spmm")
         return
@@ -407,9 +369,7 @@ def test_triton_backend_registers_without_importing_triton():
     # the package and its backend module import without Triton (checked in a clean interpreter)
     code = ("import sys, mpgraph.ops._triton as t, mpgraph.ops._triton._backend; "
             "assert t.KERNELS and 'triton' not in sys.modules, sorted(m for m in sys.modules if 'triton' in m)")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(ROOT), capture_output=True, text=True,
-                          timeout=120)
+    proc = run_python("-c", code, paths=(ROOT,), timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
@@ -437,17 +397,8 @@ def test_supports_broadcast_groups(op, lhs, rhs, keep_last, fits):
 def _worker(names):
     from mpgraph.ops._triton import _backend
 
-    torch.set_num_threads(1)
     _backend.SPLIT = SPLIT
-    for name in names:
-        start = time.perf_counter()
-        try:
-            CHECKS[name]()
-            status = "ok"
-        except Exception:  # report every failure, keep going
-            status = traceback.format_exc()
-        print(json.dumps({"case": name, "status": status, "seconds": round(time.perf_counter() - start, 3)}),
-              flush=True)
+    run_checks(CHECKS, names)
 
 
 if __name__ == "__main__":

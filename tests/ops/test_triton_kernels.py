@@ -4,33 +4,31 @@
 into one process, so the interpreter checks cannot run in-process without affecting (or being affected
 by) other modules. They run in one subprocess instead: this file executed as a script with
 ``TRITON_INTERPRET=1`` runs the selected checks on small CPU graphs and prints one JSON line per check;
-the parametrized ``test_interpreter`` cases read those lines. The same check functions run in-process on
-CUDA in ``test_gpu`` (skipped without CUDA), next to a timing test.
+the parametrized ``test_interpreter`` cases read those lines (``_triton_subprocess.py`` holds the runner this
+file shares with ``test_triton_dispatch.py``). The same check functions run in-process on CUDA in ``test_gpu``
+(skipped without CUDA), next to a timing test.
 
 Small graphs use ``split=8``, so the hub row (30 in-edges) spans several chunks and goes through the
 two-pass (partials + combine) path; the interpreter uses BLOCK_E=4 and at most 8 features per block, so
 rows cover several tiles and features several blocks.
 """
 
+import functools
 import importlib.util
 import json
 import os
-import subprocess
 import sys
-import time
-import traceback
 from pathlib import Path
 
 import pytest
 import torch
 
+from ops._triton_subprocess import (DTYPES, HAS_TRITON, Checks, assert_interpreter_ok, interpreter_fixture,
+                                    records, report, run_checks, run_python)
 from tolerances import assert_close
 
 HERE = Path(__file__).resolve()
-ROOT = HERE.parents[2]
-TESTS = HERE.parents[1]
 
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 SPLIT = 8
 MESSAGES = ["copy_u", "copy_e", "u_add_e", "u_sub_e", "u_mul_e", "u_div_e"]
 REDUCES = ["sum", "mean", "max", "min"]
@@ -151,14 +149,7 @@ def _check_spmm(msg, reduce, u, e, device, src, dst, num_src, num_dst, split=SPL
 # ----------------------------------------------------------------------------------------------
 # checks (each runs under the interpreter on CPU, and on CUDA in test_gpu)
 # ----------------------------------------------------------------------------------------------
-CHECKS = {}
-
-
-def _check(name):
-    def register(fn):
-        CHECKS[name] = fn
-        return fn
-    return register
+CHECKS = Checks()
 
 
 def _spmm_msg_check(msg, dtype):
@@ -181,8 +172,7 @@ def _spmm_msg_check(msg, dtype):
 
 
 for _msg in MESSAGES:
-    for _dn, _dt in DTYPES.items():
-        CHECKS[f"spmm-{_msg}-{_dn}"] = _spmm_msg_check(_msg, _dt)
+    CHECKS.per_dtype(f"spmm-{_msg}", functools.partial(_spmm_msg_check, _msg))
 
 
 def _spmm_broadcast_check(dtype):
@@ -210,11 +200,10 @@ def _spmm_broadcast_check(dtype):
     return run
 
 
-for _dn, _dt in DTYPES.items():
-    CHECKS[f"spmm-broadcast-{_dn}"] = _spmm_broadcast_check(_dt)
+CHECKS.per_dtype("spmm-broadcast", _spmm_broadcast_check)
 
 
-@_check("spmm-f64-mixed-noeid-default-split")
+@CHECKS.add("spmm-f64-mixed-noeid-default-split")
 def _spmm_misc(device):
     src, dst, num_src, num_dst = _graph(device)
     E = src.numel()
@@ -235,7 +224,7 @@ def _spmm_misc(device):
     _check_spmm("copy_e", "mean", None, e.half(), device, src, dst, num_src, num_dst, split=1)
 
 
-@_check("spmm-empty")
+@CHECKS.add("spmm-empty")
 def _spmm_empty(device):
     from mpgraph.ops._triton.spmm import gspmm
 
@@ -259,7 +248,7 @@ def _spmm_empty(device):
     assert out.shape == (num_dst, 0) and arg_e.shape == (num_dst, 0)
 
 
-@_check("spmm-errors")
+@CHECKS.add("spmm-errors")
 def _spmm_errors(device):
     from mpgraph.ops._triton.spmm import gspmm
 
@@ -279,7 +268,7 @@ def _spmm_errors(device):
                 _feat((src.numel(), 1, 4, 1), torch.float32, device, 3), device, src, dst, num_src, num_dst)
 
 
-@_check("schedule")
+@CHECKS.add("schedule")
 def _schedule(device):
     from mpgraph.ops._triton._common import row_schedule
 
@@ -365,7 +354,7 @@ for _op in SDDMM_OPS:
     CHECKS[f"sddmm-{_op}"] = _sddmm_check(_op)
 
 
-@_check("sddmm-empty-mixed")
+@CHECKS.add("sddmm-empty-mixed")
 def _sddmm_misc(device):
     from mpgraph.ops._triton.sddmm import gsddmm
 
@@ -428,9 +417,8 @@ def _softmax_check(dtype, backward):
     return run
 
 
-for _dn, _dt in DTYPES.items():
-    CHECKS[f"softmax-fwd-{_dn}"] = _softmax_check(_dt, False)
-    CHECKS[f"softmax-bwd-{_dn}"] = _softmax_check(_dt, True)
+CHECKS.per_dtype("softmax-fwd", functools.partial(_softmax_check, backward=False))
+CHECKS.per_dtype("softmax-bwd", functools.partial(_softmax_check, backward=True))
 
 
 def _segment_check(dtype):
@@ -473,44 +461,20 @@ def _segment_check(dtype):
     return run
 
 
-for _dn, _dt in DTYPES.items():
-    CHECKS[f"segment-{_dn}"] = _segment_check(_dt)
+CHECKS.per_dtype("segment", _segment_check)
 
 
 # ----------------------------------------------------------------------------------------------
 # interpreter tests (one subprocess for all selected checks)
 # ----------------------------------------------------------------------------------------------
-_HAS_TRITON = importlib.util.find_spec("triton") is not None
-
-
-@pytest.fixture(scope="module")
-def interpreter_results(request):
-    """Run the selected interpreter checks in one subprocess; ``{name: {"status", "seconds"}}``."""
-    if not _HAS_TRITON:
-        pytest.skip("triton is not installed")
-    names = [item.callspec.params["case"] for item in request.session.items
-             if item.path == HERE and item.originalname == "test_interpreter"]
-    env = dict(os.environ, TRITON_INTERPRET="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    proc = subprocess.run([sys.executable, str(HERE), *names], env=env, cwd=str(ROOT), capture_output=True,
-                          text=True, timeout=900)
-    results = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            record = json.loads(line)
-            results[record["case"]] = record
-    results["__proc__"] = proc
-    return results
+# {name: {"case", "status", "seconds"}} for the selected checks
+interpreter_results = interpreter_fixture(HERE)
 
 
 @pytest.mark.interpreter
 @pytest.mark.parametrize("case", sorted(CHECKS))
 def test_interpreter(case, interpreter_results):
-    record = interpreter_results.get(case)
-    if record is None:
-        proc = interpreter_results["__proc__"]
-        pytest.fail(f"interpreter worker gave no result for {case} (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
-    assert record["status"] == "ok", record["status"]
+    assert_interpreter_ok(interpreter_results, case)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -552,36 +516,33 @@ def _aot_variants():
     return variants
 
 
-def _aot_worker():
+def _aot_compile(target, fn, ptrs, consts, num_warps):
+    """Compile one variant for ``target``; raises unless the result holds a cubin."""
     import triton
-    from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    sig = {n: "constexpr" if n in consts else ("*" + ptrs[n]) if n in ptrs else "i32" for n in fn.arg_names}
+    compiled = triton.compile(ASTSource(fn, sig, consts), target=target, options={"num_warps": num_warps})
+    if "cubin" not in compiled.asm:
+        raise RuntimeError(f"no cubin: {sorted(compiled.asm)}")
+
+
+def _aot_worker():
+    from triton.backends.compiler import GPUTarget
+
     target = GPUTarget("cuda", 90, 32)
-    for label, fn, ptrs, consts, num_warps in _aot_variants():
-        start = time.perf_counter()
-        sig = {n: "constexpr" if n in consts else ("*" + ptrs[n]) if n in ptrs else "i32" for n in fn.arg_names}
-        try:
-            compiled = triton.compile(ASTSource(fn, sig, consts), target=target, options={"num_warps": num_warps})
-            status = "ok" if "cubin" in compiled.asm else f"no cubin: {sorted(compiled.asm)}"
-        except Exception:
-            status = traceback.format_exc()
-        print(json.dumps({"case": label, "status": status, "seconds": round(time.perf_counter() - start, 3)}),
-              flush=True)
+    for label, *variant in _aot_variants():
+        report(label, functools.partial(_aot_compile, target, *variant))
 
 
 def test_kernels_compile_for_cuda():
     """Every kernel variant compiles to an sm_90 cubin (Triton's bundled LLVM + ptxas; no GPU needed)."""
-    if not _HAS_TRITON or importlib.util.find_spec("triton.backends.nvidia") is None:
+    if not HAS_TRITON or importlib.util.find_spec("triton.backends.nvidia") is None:
         pytest.skip("triton with its NVIDIA backend is not installed")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
-        [str(ROOT), str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    proc = subprocess.run([sys.executable, str(HERE), "--aot"], env=env, cwd=str(ROOT), capture_output=True,
-                          text=True, timeout=900)
-    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert records, f"no output (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
-    failed = {r["case"]: r["status"][-1500:] for r in records if r["status"] != "ok"}
+    proc = run_python(HERE, "--aot", drop=("TRITON_INTERPRET",), OMP_NUM_THREADS="1")
+    results = records(proc)
+    assert results, f"no output (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
+    failed = {r["case"]: r["status"][-1500:] for r in results if r["status"] != "ok"}
     assert not failed, failed
 
 
@@ -589,7 +550,7 @@ def test_kernels_compile_for_cuda():
 # GPU tests (in-process, real CUDA)
 # ----------------------------------------------------------------------------------------------
 requires_cuda = pytest.mark.skipif(
-    not (_HAS_TRITON and torch.cuda.is_available()) or os.environ.get("TRITON_INTERPRET") == "1",
+    not (HAS_TRITON and torch.cuda.is_available()) or os.environ.get("TRITON_INTERPRET") == "1",
     reason="needs triton and CUDA (and TRITON_INTERPRET unset)")
 
 
@@ -645,16 +606,7 @@ def test_gpu_spmm_beats_index_add(dtype):
 #                     python tests/ops/test_triton_kernels.py --aot
 # ----------------------------------------------------------------------------------------------
 def _worker(names):
-    torch.set_num_threads(1)
-    for name in names:
-        start = time.perf_counter()
-        try:
-            CHECKS[name](torch.device("cpu"))
-            status = "ok"
-        except Exception:  # report every failure, keep going
-            status = traceback.format_exc()
-        print(json.dumps({"case": name, "status": status, "seconds": round(time.perf_counter() - start, 3)}),
-              flush=True)
+    run_checks(CHECKS, names, torch.device("cpu"))
 
 
 if __name__ == "__main__":
