@@ -3,8 +3,7 @@
 Two protocols:
 
 * ``patience=None`` (default): train every epoch; report the test accuracy of the epoch with the best
-  validation accuracy; on ties the later epoch wins (``>=``, as the GAT paper's reference code and DGL's
-  examples' early stopping compare), so among equally good epochs the longer-trained model is reported.
+  validation accuracy (the first such epoch on ties).
 * ``patience=P``: the GAT paper's protocol (Velickovic et al. 2018, and their reference code). An epoch
   *improves* when its validation accuracy is >= the best so far **or** its validation loss is <= the
   lowest so far; after ``P`` epochs in a row without improvement training stops. The reported test
@@ -62,7 +61,7 @@ class Selection:
     def update(self, epoch, val_acc, val_loss, test_acc):
         """Record one epoch's validation accuracy, validation loss and test accuracy; True means stop."""
         if self.patience is None:
-            if val_acc >= self.best_val:
+            if val_acc > self.best_val:
                 self.best_val, self.test_acc, self.best_epoch = val_acc, test_acc, epoch
             return False
         if val_acc >= self._max_acc or val_loss <= self._min_loss:

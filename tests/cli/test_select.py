@@ -15,11 +15,11 @@ def _feed(selection, epochs):
     return None
 
 
-def test_without_patience_best_validation_accuracy_wins_later_on_ties_and_never_stops():
+def test_without_patience_first_best_validation_accuracy_wins_and_never_stops():
     s = Selection()
-    stop = _feed(s, [(0.5, 1.0, 0.1), (0.7, 2.0, 0.2), (0.7, 0.1, 0.3), (0.6, 0.05, 0.4), (0.65, 0.01, 0.9)])
+    stop = _feed(s, [(0.5, 1.0, 0.1), (0.7, 2.0, 0.2), (0.7, 0.1, 0.3), (0.6, 0.05, 0.4)])
     assert stop is None
-    assert (s.best_epoch, s.best_val, s.test_acc) == (2, 0.7, 0.3)
+    assert (s.best_epoch, s.best_val, s.test_acc) == (1, 0.7, 0.2)
 
 
 def test_patience_counts_epochs_where_neither_loss_nor_accuracy_improved():
