@@ -78,11 +78,12 @@ Kernels by op:
     rows are 0 for every reducer (``max``/``min`` start from -inf/+inf).
     ``out: (N_dst, F)`` contiguous in ``out_dtype``. For ``sum``/``mean``
     ``arg_u = arg_e = None``. For ``max``/``min``: ``arg_u: (N_dst, F)`` int64
-    source node of the winning edge (None for ``copy_rhs``) and ``arg_e:
-    (N_dst, F)`` int64 its edge ID (None for ``copy_lhs``), both -1 on
-    zero-in-degree rows. Max/min compare messages rounded to ``out_dtype``.
-    Ties may pick any winning edge; the built-in backends pick the smallest
-    edge ID (the fast-vs-reference tests rely on that).
+    (or int32, when the backend chooses and every ID fits) source node of the
+    winning edge (None for ``copy_rhs``) and ``arg_e: (N_dst, F)`` int64 or
+    int32 its edge ID (None for ``copy_lhs``), both -1 on zero-in-degree rows.
+    Max/min compare messages rounded to ``out_dtype``. Ties may pick any
+    winning edge; the built-in backends pick the smallest edge ID (the
+    fast-vs-reference tests rely on that).
     ``need_arg=False`` (passed only for ``max``/``min``, when no operand
     needs a gradient: inference, ``torch.no_grad``) allows the kernel to skip
     tracking winners and return None for both; a kernel may ignore it.
@@ -134,12 +135,13 @@ Kernels by op:
     registers its gSpMM and gSDDMM composed (``_reference.composed_mul_backward``).
 
 ``scatter_winners(winner, coef, pos, rows, cols) -> out``
-    The backward of gSpMM max/min: ``winner: (R, F)`` int64 (an ``arg_u``/``arg_e``
-    of the forward, -1 where a row had no edge), ``coef: (R, F)`` float32/float64
-    (the gradient, already multiplied by the other operand where the message needs
-    it; entries where ``winner < 0`` are ignored, whatever they hold), ``pos: (F,)``
-    int64 or None (the operand column each output feature read: ``bcast.lhs_off``;
-    None is the identity). Returns ``out: (rows, cols)`` in ``coef``'s dtype::
+    The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
+    ``arg_u``/``arg_e`` of the forward, -1 where a row had no edge), ``coef: (R, F)``
+    any float dtype (the gradient, already multiplied by the other operand where the
+    message needs it; entries where ``winner < 0`` are ignored, whatever they hold),
+    ``pos: (F,)`` int64 or None (the operand column each output feature read:
+    ``bcast.lhs_off``; None is the identity). Returns ``out: (rows, cols)`` in
+    ``coef``'s accumulator dtype (float32 for 16-bit ``coef``)::
 
         out[winner[r, f], pos[f]] += coef[r, f]     for winner[r, f] >= 0
 """
@@ -153,7 +155,7 @@ from dataclasses import dataclass
 import torch
 
 from ..base import DGLError
-from ..precision import autocast_disabled
+from ..precision import accum_dtype, autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
            "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_mul_backward",
@@ -433,7 +435,7 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
 def scatter_winners(winner, coef, pos, rows, cols):
     """Run the selected scatter-to-winners kernel; answers empty cases itself. Returns ``(rows, cols)``."""
     if winner.numel() == 0 or rows == 0 or cols == 0:
-        return torch.zeros(rows, cols, dtype=coef.dtype, device=coef.device)
+        return torch.zeros(rows, cols, dtype=accum_dtype(coef.dtype), device=coef.device)
     fn = _choose("scatter_winners", winner, coef, pos, rows, cols)
     return fn(winner, coef, pos, rows, cols)
 

@@ -134,13 +134,15 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
 
 
 def scatter_winners(winner, coef, pos, rows, cols):
-    """``out[winner[r, f], pos[f]] += coef[r, f]`` for ``winner >= 0`` with ``index_add_`` (any device)."""
+    """``out[winner[r, f], pos[f]] += coef[r, f]`` for ``winner >= 0`` with ``index_add_`` (any device), in
+    ``coef``'s accumulator dtype."""
     valid = winner >= 0
     F = coef.shape[1]
+    acc = accum_dtype(coef.dtype)
     col = torch.arange(F, dtype=torch.int64, device=coef.device) if pos is None else pos
-    flat = (winner.clamp(min=0) * cols + col).reshape(-1)
-    out = torch.zeros(rows * cols, dtype=coef.dtype, device=coef.device)
-    out.index_add_(0, flat, torch.where(valid, coef, 0.0).reshape(-1))
+    flat = (winner.clamp(min=0).to(torch.int64) * cols + col).reshape(-1)
+    out = torch.zeros(rows * cols, dtype=acc, device=coef.device)
+    out.index_add_(0, flat, torch.where(valid, coef.to(acc), 0.0).reshape(-1))
     return out.reshape(rows, cols)
 
 

@@ -255,8 +255,8 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
     # winners clamped to row 0 where there is none (the scatter ignores those coefficients); only the
     # products of mul/div read the other operand at the winner, so only they need these (R, F) copies
     products = op in ("mul", "div")
-    u = arg_u.clamp(min=0) if products and need_rhs else None
-    e = arg_e.clamp(min=0) if products else None
+    u = arg_u.clamp(min=0).long() if products and need_rhs else None     # int64: u * L must not overflow
+    e = arg_e.clamp(min=0).long() if products else None
     L, R = bcast.L, bcast.R
 
     def col(off):
@@ -267,21 +267,24 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
             F_idx = torch.arange(F, dtype=torch.int64, device=grad_out.device)
         return F_idx
 
+    # copies, add and sub pass the gradient as it is (16-bit values are widened inside the scatter, which
+    # sums in the accumulator dtype); products multiply in the accumulator dtype first
+    def as_given(acc):      # grad_out itself when the scatter would sum it in ``acc`` anyway
+        return grad_out if accum_dtype(grad_out.dtype) == acc else grad_out.to(acc)
+
     if need_lhs:
         acc = accum_dtype(lhs.dtype)
-        coef = grad_out.to(acc)
+        coef = as_given(acc)
         if op == "mul":
-            coef = coef * rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
+            coef = coef.to(acc) * rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
         elif op == "div":
-            coef = coef / rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
+            coef = coef.to(acc) / rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
         grad = _scatter_winners(arg_u, coef, bcast.lhs_off, N_src, L)
         grad_lhs = grad.to(lhs.dtype)
     if need_rhs:
         acc = accum_dtype(rhs.dtype)
-        coef = grad_out.to(acc)
-        if op == "sub":
-            coef = -coef
-        elif op in ("mul", "div"):
+        coef = as_given(acc)
+        if op in ("mul", "div"):
             x = lhs.reshape(-1)[u * L + col(bcast.lhs_off)].to(acc)
             if op == "mul":
                 coef = coef * x
@@ -289,6 +292,8 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
                 r = rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
                 coef = -coef * x / (r * r)
         grad = _scatter_winners(arg_e, coef, bcast.rhs_off, E, R)
+        if op == "sub":     # d (l - r) / d r = -1: negate the sums (exact), not every coefficient
+            grad = -grad
         grad_rhs = grad.to(rhs.dtype)
     return grad_lhs, grad_rhs
 

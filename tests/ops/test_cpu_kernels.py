@@ -91,7 +91,7 @@ def check_args(op, reduce, src, dst, out, arg_l, arg_r, lhs, rhs, dtype):
     empty = (deg == 0).reshape((n_dst,) + (1,) * (out.dim() - 1)).expand(out.shape)
     for arg in (arg_l, arg_r):
         if arg is not None:
-            assert arg.dtype == torch.int64 and arg.shape == out.shape
+            assert arg.dtype == torch.int32 and arg.shape == out.shape   # ids fit: the kernels write int32
             assert bool((arg[empty] == -1).all()) and bool((arg[~empty] >= 0).all())
     assert (arg_l is None) == (op == "copy_rhs") and (arg_r is None) == (op == "copy_lhs")
     if src.numel() == 0:
@@ -521,9 +521,10 @@ def test_inputs_that_require_grad():
 # ----------------------------------------------------------------------------- max/min backward scatter
 
 
-@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+@pytest.mark.parametrize("dtype", [F64, F32, BF16, F16], ids=["f64", "f32", "bf16", "f16"])
 @pytest.mark.parametrize("broadcast", [False, True], ids=["identity", "broadcast"])
-def test_scatter_winners_matches_plain_loop(dtype, broadcast):
+@pytest.mark.parametrize("winner_dtype", [torch.int64, torch.int32], ids=["i64", "i32"])
+def test_scatter_winners_matches_plain_loop(dtype, broadcast, winner_dtype):
     from mpgraph.ops._cpu.scatter import scatter_winners
 
     gen = torch.Generator().manual_seed(11)
@@ -532,32 +533,52 @@ def test_scatter_winners_matches_plain_loop(dtype, broadcast):
     winner[5] = -1                                          # a row without edges
     coef = torch.randn(R, F, generator=gen, dtype=F64).to(dtype)
     coef[winner < 0] = float("nan")                         # ignored entries may hold anything
+    winner = winner.to(winner_dtype)
     pos = torch.arange(F) % 4 if broadcast else None
     cols = 4 if broadcast else F
-    expected = torch.zeros(rows, cols, dtype=F64)
+    expected = torch.zeros(rows, cols, dtype=F64)           # float64 sums of the values as given
     for r in range(R):
         for f in range(F):
             if winner[r, f] >= 0:
                 expected[winner[r, f], f if pos is None else pos[f]] += coef[r, f].double()
+    acc = F64 if dtype == F64 else F32                      # 16-bit values are summed (and returned) in fp32
     before = torch.get_num_threads()
     try:
         results = []
         for threads in (1, 2):
             torch.set_num_threads(threads)
             out = scatter_winners(winner, coef, pos, rows, cols)
-            assert out.dtype == dtype and out.shape == (rows, cols)
+            assert out.dtype == acc and out.shape == (rows, cols)
             results.append(out)
     finally:
         torch.set_num_threads(before)
     assert torch.equal(results[0], results[1])             # same sums, same order, any thread count
-    assert_close(results[0], expected, dtype)
+    assert_close(results[0], expected, acc)
     assert not torch.isnan(results[0]).any()
 
 
 def test_scatter_winners_rejects_bad_input():
     from mpgraph.ops._cpu.scatter import scatter_winners
 
-    with pytest.raises(TypeError, match="float32/float64"):
-        scatter_winners(torch.zeros(2, 2, dtype=torch.int64), torch.zeros(2, 2, dtype=BF16), None, 2, 2)
+    with pytest.raises(TypeError, match="float16/bfloat16/float32/float64"):
+        scatter_winners(torch.zeros(2, 2, dtype=torch.int64), torch.zeros(2, 2, dtype=torch.int32), None, 2, 2)
+    with pytest.raises(ValueError, match="int32/int64 winner"):
+        scatter_winners(torch.zeros(2, 2, dtype=torch.int16), torch.zeros(2, 2), None, 2, 2)
     with pytest.raises(ValueError, match="winner"):
         scatter_winners(torch.zeros(2, 3, dtype=torch.int64), torch.zeros(2, 2), None, 2, 2)
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16, F32], ids=["bf16", "f16", "f32"])
+def test_scatter_winners_int32_winners_and_half_coef_match_the_reference(dtype):
+    """The forward's int32 winners and a 16-bit gradient as it is: the fast scatter and the index_add_ one
+    (the differentiable path of double backward) agree and both sum in float32."""
+    from mpgraph.ops import _reference
+    from mpgraph.ops._cpu.scatter import scatter_winners
+
+    gen = torch.Generator().manual_seed(3)
+    winner = torch.randint(-1, 17, (64, 24), generator=gen, dtype=torch.int32)
+    coef = torch.randn(64, 24, generator=gen).to(dtype)
+    fast = scatter_winners(winner, coef, None, 17, 24)
+    ref = _reference.scatter_winners(winner, coef, None, 17, 24)
+    assert fast.dtype == ref.dtype == F32
+    assert_close(fast, ref, F32)

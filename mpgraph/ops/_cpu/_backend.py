@@ -131,9 +131,8 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
 
 
 def scatter_winners_supports(winner, coef, pos, rows, cols):
-    """Whether :func:`scatter_winners` runs this call: CPU float32/float64 values and Numba present."""
-    return (winner.device.type == "cpu" and coef.device.type == "cpu"
-            and coef.dtype in (torch.float32, torch.float64) and _numba_ok())
+    """Whether :func:`scatter_winners` runs this call: CPU tensors and Numba present."""
+    return winner.device.type == "cpu" and coef.device.type == "cpu" and coef.dtype in _FLOATS and _numba_ok()
 
 
 def scatter_winners(winner, coef, pos, rows, cols):

@@ -5,8 +5,10 @@ won: ``out[winner[r, f] * cols + pos[f]] += coef[r, f]``, skipping ``winner < 0`
 edges). One pass, no ``(R, F)`` index tensors. Threads take disjoint blocks of columns ``f``: with
 ``pos`` the identity, different columns write different output elements, so no two threads ever
 write the same place and no atomics are needed; a broadcast ``pos`` (several ``f`` reading one
-column) runs on one thread. Accumulation is in ``coef``'s dtype (float32 or float64); each output
-element receives its contributions in row order, so results do not depend on the thread count.
+column) runs on one thread. Winners are int32 or int64 (as the forward recorded them); ``coef`` may be
+16-bit (read and widened in the pass, no float32 copy). Accumulation is in ``coef``'s accumulator dtype
+(float32, float64 for float64), which is the result's; each output element receives its contributions in
+row order, so results do not depend on the thread count.
 
 The writes land on random rows, so the pass is bound by their latency: it reads and writes through raw
 pointers (no index checks), takes blocks of up to 64 columns (as wide as still gives every thread a
@@ -19,7 +21,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from ._core import SOURCE_HASH, atomic_fetch_add, borrow, num_threads, prefetch, raw_get, raw_set, run_parallel
+from ._core import (FLOAT_DTYPES, SOURCE_HASH, atomic_fetch_add, borrow, kernel_view, load, num_threads, prefetch,
+                    raw_get, raw_set, run_parallel)
 
 __all__ = ["scatter_winners"]
 
@@ -54,7 +57,7 @@ def _kernel():
                     w = raw_get(winner, base + f)
                     if w >= 0:
                         i = w * cols + (f if identity else raw_get(pos, f))
-                        raw_set(out, i, raw_get(out, i) + raw_get(coef, base + f))
+                        raw_set(out, i, raw_get(out, i) + load(coef, base + f))
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -65,24 +68,29 @@ def scatter_winners(winner, coef, pos, rows, cols):
 
     Parameters
     ----------
-    winner : Tensor int64 ``(R, F)``
+    winner : Tensor int32 or int64 ``(R, F)``
         Row of the output each element goes to (-1: nowhere).
-    coef : Tensor float32/float64 ``(R, F)``
-        Values to add (the result has this dtype).
+    coef : Tensor float16/bfloat16/float32/float64 ``(R, F)``
+        Values to add.
     pos : Tensor int64 ``(F,)`` or None
         Output column of each ``f``; None means ``f`` itself (then ``cols == F``).
     rows, cols : int
         Shape of the result.
+
+    Returns
+    -------
+    Tensor ``(rows, cols)``
+        float64 for float64 ``coef``, else float32 (the sums of 16-bit values are not rounded to 16 bits).
     """
-    if coef.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"expected float32/float64 coefficients, got {coef.dtype}")
-    if winner.dtype != torch.int64 or winner.shape != coef.shape or winner.dim() != 2:
-        raise ValueError(f"expected int64 winner of coef's 2-D shape {tuple(coef.shape)}, got {winner.dtype} "
+    if coef.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"expected float16/bfloat16/float32/float64 coefficients, got {coef.dtype}")
+    if winner.dtype not in (torch.int32, torch.int64) or winner.shape != coef.shape or winner.dim() != 2:
+        raise ValueError(f"expected int32/int64 winner of coef's 2-D shape {tuple(coef.shape)}, got {winner.dtype} "
                          f"{tuple(winner.shape)}")
     R, F = coef.shape
     if pos is None and cols != F:
         raise ValueError(f"expected cols == F ({F}) when pos is None, got {cols}")
-    out = torch.zeros(rows * cols, dtype=coef.dtype)
+    out = torch.zeros(rows * cols, dtype=torch.float64 if coef.dtype == torch.float64 else torch.float32)
     if R == 0 or F == 0 or rows == 0:
         return out.reshape(rows, cols)
     identity = pos is None
@@ -91,5 +99,6 @@ def scatter_winners(winner, coef, pos, rows, cols):
     nthreads = min(nthreads, (F + MIN_COLUMN_BLOCK - 1) // MIN_COLUMN_BLOCK)
     width = min(MAX_COLUMN_BLOCK, max(MIN_COLUMN_BLOCK, (F // nthreads) // MIN_COLUMN_BLOCK * MIN_COLUMN_BLOCK))
     run_parallel(_kernel(), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
-                 coef.detach().contiguous().reshape(-1).numpy(), pos_np, R, F, cols, identity, width, PREFETCH_ROWS)
+                 kernel_view(coef.contiguous()), pos_np, R, F, cols, identity, width, PREFETCH_ROWS)
     return out.reshape(rows, cols)
+

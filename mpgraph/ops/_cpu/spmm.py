@@ -486,6 +486,11 @@ def spmm_kernel(op, reduce, layout, need_arg=True):
     return kernel
 
 
+def winner_dtype(num_ids):
+    """Dtype of max/min winners naming one of ``num_ids`` rows: int32 when every id fits, else int64."""
+    return torch.int32 if num_ids < 2**31 else torch.int64
+
+
 def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None):
     """Generalised SpMM over the rows of a compressed structure, on raw tensors.
 
@@ -528,9 +533,10 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         In ``out_dtype``. Sums and means accumulate in fp32 (fp64 for
         fp64 output), edge by edge in slot order, and round once (RNE); a mean divides
         before rounding. Rows without edges are 0.
-    arg_lhs, arg_rhs : Tensor int64 of ``out``'s shape, or None
+    arg_lhs, arg_rhs : Tensor int32 of ``out``'s shape (int64 when the ids need it), or None
         Only for ``max``/``min``: the ``indices`` value (source node) and the edge id of the
         winning edge per element (first winner in slot order), -1 where the row has no edge.
+        int32 when every id fits (:func:`winner_dtype` of ``lhs``'s / ``rhs``'s row count).
         ``arg_lhs`` is None for ``'copy_rhs'`` and ``arg_rhs`` for ``'copy_lhs'``.
 
     Raises
@@ -578,8 +584,9 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     out = torch.empty((R,) + tuple(out_shape), dtype=out_dtype or dtype)
     track = reduce in ("max", "min") and bool(need_arg)
-    arg_lhs = torch.empty(out.shape, dtype=torch.int64) if track and op != "copy_rhs" else None
-    arg_rhs = torch.empty(out.shape, dtype=torch.int64) if track and op != "copy_lhs" else None
+    # winners as int32 when the ids fit: the forward writes and the backward reads half the bytes
+    arg_lhs = torch.empty(out.shape, dtype=winner_dtype(lhs.shape[0])) if track and op != "copy_rhs" else None
+    arg_rhs = torch.empty(out.shape, dtype=winner_dtype(rhs.shape[0])) if track and op != "copy_lhs" else None
     F = int(np.prod(out_shape, dtype=np.int64))
     if R == 0 or F == 0:
         return out, arg_lhs, arg_rhs
