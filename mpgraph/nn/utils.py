@@ -18,7 +18,7 @@ from torch import nn
 from .._index import as_index
 from ..base import DGLError, DGLTypeError
 from .. import ops
-from ..precision import accum_dtype, autocast_dtype, is_float_dtype
+from ..precision import _scale_rows, accum_dtype, autocast_dtype, is_float_dtype
 
 __all__ = [
     "expand_as_pair",
@@ -196,16 +196,12 @@ class _ScaleRows(torch.autograd.Function):
     def forward(ctx, x, s, dtype):
         ctx.save_for_backward(s)
         ctx.x_dtype = x.dtype
-        out = torch.empty(x.shape, dtype=dtype, device=x.device)
-        torch.mul(x, s, out=out)
-        return out
+        return _scale_rows(x, s, dtype)
 
     @staticmethod
     def backward(ctx, grad):
         (s,) = ctx.saved_tensors
-        out = torch.empty(grad.shape, dtype=ctx.x_dtype, device=grad.device)
-        torch.mul(grad, s, out=out)
-        return out, None, None
+        return _scale_rows(grad, s, ctx.x_dtype), None, None
 
 
 def scale_rows(x, norm, dtype=None):

@@ -3,7 +3,7 @@
 import torch
 
 from .._index import as_index
-from ..precision import accum_dtype, autocast_cast, autocast_disabled, autocast_dtype, result_dtype
+from ..precision import _scale_rows, accum_dtype, autocast_cast, autocast_disabled, autocast_dtype, result_dtype
 from . import _dispatch
 from . import sddmm as _sddmm_module
 from ._broadcast import infer_bcast, sum_to_shape
@@ -164,7 +164,7 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
         if _double_backward(G):
             G = (G.to(accum_dtype(G.dtype)) / deg).to(scaled_dtype)
         else:
-            G = _divide_rows(G, deg, scaled_dtype)
+            G = _scale_rows(G, deg, scaled_dtype, divide=True)
     fusable = op == "mul" and need_lhs and need_rhs and G.dtype == lhs.dtype and not _double_backward(G, lhs, rhs)
     heads = _weight_heads(bcast) if fusable else None
     if heads is not None:
@@ -205,31 +205,6 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
                 t = -t / (r * r)
         grad_rhs = sum_to_shape(t, bcast.rhs_shape).to(rhs.dtype).reshape(E, bcast.R)
     return grad_lhs, grad_rhs
-
-
-#: rows per chunk of :func:`_divide_rows`: about 2**20 float32 values (4 MiB) of scratch
-_DIVIDE_CHUNK = 1 << 20
-
-
-def _divide_rows(G, deg, out_dtype):
-    """``G / deg`` computed in float32 (deg: float32, one value per row), rounded once into ``out_dtype``.
-
-    On the CPU, torch's division of a 16-bit tensor by a float32 one converts element by element through
-    a generic path (measured ~10x slower than this, N=100k x 128 bf16); there the rows go through one
-    reused float32 scratch block instead (the same values, bit for bit).
-    """
-    out = torch.empty(G.shape, dtype=out_dtype, device=G.device)
-    if G.device.type != "cpu" or G.dtype == deg.dtype or G.dim() == 0 or G.shape[0] == 0:
-        return torch.div(G, deg, out=out)
-    rows = max(1, _DIVIDE_CHUNK // max(1, G[0].numel()))
-    scratch = torch.empty((min(rows, G.shape[0]),) + tuple(G.shape[1:]), dtype=deg.dtype)
-    for i in range(0, G.shape[0], rows):
-        j = min(G.shape[0], i + rows)
-        t = scratch[: j - i]
-        t.copy_(G[i:j])
-        t.div_(deg[i:j])
-        out[i:j].copy_(t)
-    return out
 
 
 def _double_backward(*tensors):
