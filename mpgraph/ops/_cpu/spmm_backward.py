@@ -170,9 +170,11 @@ def _copy_kernel():
     return kernel
 
 
-def _permute(t, perm, gather):
-    """Rows of ``t: (E, H)`` moved by ``perm``: ``t[perm]`` (gather) or ``out[perm] = t`` (scatter)."""
-    out = torch.empty(t.shape, dtype=t.dtype)
+def _permute(t, perm, gather, out=None):
+    """Rows of ``t: (E, H)`` moved by ``perm``: ``t[perm]`` (gather) or ``out[perm] = t`` (scatter), into
+    ``out`` when given (a buffer of ``t``'s shape and dtype that does not overlap ``t``)."""
+    if out is None:
+        out = torch.empty(t.shape, dtype=t.dtype)
     E, H = t.shape
     nthreads = min(num_threads(E * H), (E + COPY_CHUNK - 1) // COPY_CHUNK)
     run_parallel(_copy_kernel(), nthreads, kernel_view(out), kernel_view(t.contiguous()), index_view(perm), E, H,
@@ -251,5 +253,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, prefetch_distance=None):
                  kernel_view(gw_slot), H, D, pf, pf_lines, 64 // G_np.itemsize)
     if eid is None:
         return gx, gw_slot
-    return gx, _permute(gw_slot, eid, gather=False)
+    # w_slot is this call's own copy and no longer needed: it receives grad_w in edge order, so the
+    # backward holds two (E, H) buffers at its peak, not three
+    return gx, _permute(gw_slot, eid, gather=False, out=w_slot)
 
