@@ -53,11 +53,20 @@ def precision_table(report, source):
     any_run = next(iter(results.values()))
     head = ["precision", "peak memory (MiB)", "epoch (ms)", "final loss", "test accuracy", "memory / fp32",
             "time / fp32", "loss difference to fp32"]
+    repeats = report.get("repeats", 1)
+    if repeats > 1:
+        head[1:3] = [f"peak memory (MiB, median of {repeats} [range])", f"epoch (ms, median of {repeats} [range])"]
     rows = []
     for name, r in results.items():
         ra = ratios.get(name, {})
         diff = ra.get("final_loss_rel_diff")
-        rows.append([name, f"{(r.get('peak_mem_bytes') or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}",
+        mem, epoch = f"{(r.get('peak_mem_bytes') or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}"
+        if repeats > 1:
+            ms = [(m or 0) / 2**20 for m in r["peak_mem_bytes_runs"]]
+            ts = [1e3 * t for t in r["median_epoch_s_runs"]]
+            mem += f" [{min(ms):.0f}-{max(ms):.0f}]"
+            epoch += f" [{min(ts):.0f}-{max(ts):.0f}]"
+        rows.append([name, mem, epoch,
                      f"{r['final_loss']:.4f}", f"{100 * r['test_acc_mean']:.1f} %",
                      f"{ra['peak_mem']:.2f}" if ra.get("peak_mem") else "n/a",
                      f"{ra['epoch_time']:.2f}" if ra.get("epoch_time") else "n/a",

@@ -4,7 +4,14 @@ Default: the guide's 3-layer GAT (hidden 256, heads 1,1,1) on ``reddit-like`` at
 finishes in a few minutes on 2 cores. Each precision runs ``mpgraph train`` in a fresh
 subprocess, so its peak memory is its own. The report is a table like the guide's (peak memory,
 time per epoch, final loss, accuracy, ratios to fp32), a PNG (memory bars and loss curves) and JSON.
+
+Peak resident memory and epoch time move between runs on a shared machine (by a quarter or more for
+the small default graph), so ``--repeats R`` runs every precision ``R`` times, round-robin (a busy spell
+slows all precisions alike), and reports the medians with each precision's range; the training itself is
+deterministic, so losses and accuracies are the same in every repeat.
 """
+
+import statistics
 
 import json
 import os
@@ -44,6 +51,8 @@ def add_bench_arguments(p):
     p.add_argument("--dropout", type=_non_negative_float, default=0.0)
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=_positive_int, default=1,
+                   help="runs per precision, round-robin; the report gives medians and ranges (default 1)")
     p.add_argument("--plot", default="bench_precision.png", metavar="FILE.png")
     p.add_argument("--json", default="bench_precision.json", metavar="FILE")
     return p
@@ -64,23 +73,27 @@ def _train_cmd(args, precision, out_json):
 
 
 def run_precision(args):
-    results = {}
+    runs = {p: [] for p in args.precisions}
+    repeats = getattr(args, "repeats", 1)
     with tempfile.TemporaryDirectory() as tmp:
-        for precision in args.precisions:
-            out = os.path.join(tmp, f"{precision}.json")
-            print(f"[bench] training {args.model} on {args.dataset} in {precision} ...", flush=True)
-            proc = subprocess.run(_train_cmd(args, precision, out), capture_output=True, text=True)
-            if proc.returncode != 0:
-                sys.stderr.write(proc.stdout + proc.stderr)
-                print(f"mpgraph bench: error: training in {precision} failed (exit {proc.returncode})",
-                      file=sys.stderr)
-                return proc.returncode if proc.returncode > 0 else 1
-            with open(out) as f:
-                results[precision] = json.load(f)
+        for rep in range(repeats):
+            for precision in args.precisions:
+                out = os.path.join(tmp, f"{precision}-{rep}.json")
+                what = f" (repeat {rep + 1}/{repeats})" if repeats > 1 else ""
+                print(f"[bench] training {args.model} on {args.dataset} in {precision}{what} ...", flush=True)
+                proc = subprocess.run(_train_cmd(args, precision, out), capture_output=True, text=True)
+                if proc.returncode != 0:
+                    sys.stderr.write(proc.stdout + proc.stderr)
+                    print(f"mpgraph bench: error: training in {precision} failed (exit {proc.returncode})",
+                          file=sys.stderr)
+                    return proc.returncode if proc.returncode > 0 else 1
+                with open(out) as f:
+                    runs[precision].append(json.load(f))
+    results = {p: _combine(rs) for p, rs in runs.items()}
     base = results.get("fp32")
     print(_table(results, base))
     report = {"model": args.model, "dataset": args.dataset, "scale": args.scale, "epochs": args.epochs,
-              "results": results}
+              "repeats": repeats, "results": results}
     if base is not None:
         report["ratios_to_fp32"] = {p: _ratios(r, base) for p, r in results.items()}
     if args.json:
@@ -93,6 +106,18 @@ def run_precision(args):
     return 0
 
 
+def _combine(runs):
+    """One precision's report from its repeats: the first run's curves, the median peak memory and epoch
+    time, and every repeat's figures under ``peak_mem_bytes_runs`` / ``median_epoch_s_runs``."""
+    r = dict(runs[0])
+    mems = [x["peak_mem_bytes"] for x in runs]
+    r["peak_mem_bytes_runs"] = mems
+    r["median_epoch_s_runs"] = [x["median_epoch_s"] for x in runs]
+    r["peak_mem_bytes"] = None if any(m is None for m in mems) else statistics.median(mems)
+    r["median_epoch_s"] = statistics.median(r["median_epoch_s_runs"])
+    return r
+
+
 def _ratios(r, base):
     def ratio(a, b):
         return a / b if a is not None and b else None
@@ -103,12 +128,21 @@ def _ratios(r, base):
 
 
 def _table(results, base):
+    repeated = any(len(r.get("peak_mem_bytes_runs", ())) > 1 for r in results.values())
     head = ["precision", "peak mem (MiB)", "epoch (ms)", "final loss", "test acc", "mem/fp32", "time/fp32",
             "loss diff"]
+    if repeated:
+        head[1:3] = ["peak mem (MiB, median [range])", "epoch (ms, median [range])"]
     rows = []
     for p, r in results.items():
         ra = _ratios(r, base) if base else {}
-        rows.append([p, f"{(r['peak_mem_bytes'] or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}",
+        mem, epoch = f"{(r['peak_mem_bytes'] or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}"
+        if repeated:
+            ms = [(m or 0) / 2**20 for m in r["peak_mem_bytes_runs"]]
+            ts = [1e3 * t for t in r["median_epoch_s_runs"]]
+            mem += f" [{min(ms):.0f}-{max(ms):.0f}]"
+            epoch += f" [{min(ts):.0f}-{max(ts):.0f}]"
+        rows.append([p, mem, epoch,
                      f"{r['final_loss']:.4f}", f"{100 * r['test_acc_mean']:.1f}%",
                      f"{ra['peak_mem']:.2f}" if ra.get("peak_mem") else "-",
                      f"{ra['epoch_time']:.2f}" if ra.get("epoch_time") else "-",

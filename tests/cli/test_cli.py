@@ -92,13 +92,17 @@ def test_bench_precision_small(tmp_path):
     out, png = tmp_path / "b.json", tmp_path / "b.png"
     cmd = [sys.executable, "-m", "mpgraph", "bench", "precision", "--model", "gcn", "--dataset", "csbm",
            "--scale", "0.03", "--epochs", "3", "--hidden", "16", "--layers", "2", "--precisions", "fp32,bf16",
-           "--json", str(out), "--plot", str(png)]
+           "--repeats", "2", "--json", str(out), "--plot", str(png)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert set(report["results"]) == {"fp32", "bf16"}
+    assert set(report["results"]) == {"fp32", "bf16"} and report["repeats"] == 2
     assert report["ratios_to_fp32"]["fp32"]["epoch_time"] == 1.0
-    assert "mem/fp32" in proc.stdout and png.exists()
+    for r in report["results"].values():      # medians of the two repeats, each repeat kept
+        assert len(r["median_epoch_s_runs"]) == len(r["peak_mem_bytes_runs"]) == 2
+        assert r["median_epoch_s"] == pytest.approx(sum(r["median_epoch_s_runs"]) / 2)
+    assert "mem/fp32" in proc.stdout and "median [range]" in proc.stdout and png.exists()
+    assert proc.stdout.count("(repeat 2/2)") == 2
 
 
 @pytest.mark.parametrize("model, precision", [("sage", "fp32"), ("gat", "amp-bf16")])
