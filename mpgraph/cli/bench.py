@@ -74,7 +74,7 @@ def _train_cmd(args, precision, out_json):
 
 def run_precision(args):
     runs = {p: [] for p in args.precisions}
-    repeats = getattr(args, "repeats", 1)
+    repeats = args.repeats
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(repeats):
             for precision in args.precisions:

@@ -154,7 +154,7 @@ def train_once(g, num_classes, args, settings, device, run_seed, progress=True):
                         settings["dropout"], settings["heads"]).to(device)
     model = precision.model(model)
     structure = precision.graph(g)
-    feat = g.ndata["feat"].to(precision.dtype) if precision.converts else g.ndata["feat"]
+    feat = structure.ndata["feat"]      # converted with the graph in bf16/fp16
     opt = precision.optimizer(model.parameters(), settings["lr"], settings["weight_decay"])
     scaler = precision.scaler()
 

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from ...precision import accum_dtype
 from ._core import (FLOAT_DTYPES, SOURCE_HASH, atomic_fetch_add, borrow, kernel_view, load, num_threads, prefetch,
                     raw_get, raw_set, run_parallel)
 
@@ -90,7 +91,7 @@ def scatter_winners(winner, coef, pos, rows, cols):
     R, F = coef.shape
     if pos is None and cols != F:
         raise ValueError(f"expected cols == F ({F}) when pos is None, got {cols}")
-    out = torch.zeros(rows * cols, dtype=torch.float64 if coef.dtype == torch.float64 else torch.float32)
+    out = torch.zeros(rows * cols, dtype=accum_dtype(coef.dtype))
     if R == 0 or F == 0 or rows == 0:
         return out.reshape(rows, cols)
     identity = pos is None
@@ -101,4 +102,3 @@ def scatter_winners(winner, coef, pos, rows, cols):
     run_parallel(_kernel(), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
                  kernel_view(coef.contiguous()), pos_np, R, F, cols, identity, width, PREFETCH_ROWS)
     return out.reshape(rows, cols)
-
