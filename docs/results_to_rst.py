@@ -18,6 +18,8 @@ import argparse
 import json
 import sys
 
+from mpgraph.cli.bench import mem_epoch_cells
+
 
 def _fmt(v):
     if v is None:
@@ -60,12 +62,7 @@ def precision_table(report, source):
     for name, r in results.items():
         ra = ratios.get(name, {})
         diff = ra.get("final_loss_rel_diff")
-        mem, epoch = f"{(r.get('peak_mem_bytes') or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}"
-        if repeats > 1:
-            ms = [(m or 0) / 2**20 for m in r["peak_mem_bytes_runs"]]
-            ts = [1e3 * t for t in r["median_epoch_s_runs"]]
-            mem += f" [{min(ms):.0f}-{max(ms):.0f}]"
-            epoch += f" [{min(ts):.0f}-{max(ts):.0f}]"
+        mem, epoch = mem_epoch_cells(r, repeats > 1)
         rows.append([name, mem, epoch,
                      f"{r['final_loss']:.4f}", f"{100 * r['test_acc_mean']:.1f} %",
                      f"{ra['peak_mem']:.2f}" if ra.get("peak_mem") else "n/a",

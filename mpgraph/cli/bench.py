@@ -118,6 +118,18 @@ def _combine(runs):
     return r
 
 
+def mem_epoch_cells(r, repeated):
+    """The peak memory (MiB) and epoch time (ms) cells of one precision's result: its medians, followed by
+    ``[min-max]`` over the repeats when ``repeated`` (shared with ``docs/results_to_rst.py``)."""
+    mem, epoch = f"{(r.get('peak_mem_bytes') or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}"
+    if repeated:
+        ms = [(m or 0) / 2**20 for m in r["peak_mem_bytes_runs"]]
+        ts = [1e3 * t for t in r["median_epoch_s_runs"]]
+        mem += f" [{min(ms):.0f}-{max(ms):.0f}]"
+        epoch += f" [{min(ts):.0f}-{max(ts):.0f}]"
+    return mem, epoch
+
+
 def _ratios(r, base):
     def ratio(a, b):
         return a / b if a is not None and b else None
@@ -136,12 +148,7 @@ def _table(results, base):
     rows = []
     for p, r in results.items():
         ra = _ratios(r, base) if base else {}
-        mem, epoch = f"{(r['peak_mem_bytes'] or 0) / 2**20:.0f}", f"{1e3 * r['median_epoch_s']:.1f}"
-        if repeated:
-            ms = [(m or 0) / 2**20 for m in r["peak_mem_bytes_runs"]]
-            ts = [1e3 * t for t in r["median_epoch_s_runs"]]
-            mem += f" [{min(ms):.0f}-{max(ms):.0f}]"
-            epoch += f" [{min(ts):.0f}-{max(ts):.0f}]"
+        mem, epoch = mem_epoch_cells(r, repeated)
         rows.append([p, mem, epoch,
                      f"{r['final_loss']:.4f}", f"{100 * r['test_acc_mean']:.1f}%",
                      f"{ra['peak_mem']:.2f}" if ra.get("peak_mem") else "-",

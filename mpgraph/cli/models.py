@@ -40,7 +40,10 @@ class GCN(nn.Module):
 class GAT(nn.Module):
     """GATConv stack (Velickovic et al.): heads concatenated inside, averaged at the output.
 
-    With ``layers=3``, ``hidden=256`` and heads ``1,1,1`` this is the guide's Reddit model.
+    ``dropout`` goes where the authors' reference code puts it: on each layer's input (one mask for all
+    heads, where the reference draws one per head), on the attention and on the projected features as
+    they are summed (``GATConv(msg_drop=)``). With ``layers=3``,
+    ``hidden=256``, heads ``1,1,1`` and no dropout this is the guide's Reddit model.
     """
 
     def __init__(self, in_feats, hidden, classes, layers, dropout, heads):
@@ -52,7 +55,8 @@ class GAT(nn.Module):
         for i in range(layers):
             last = i == layers - 1
             self.layers.append(gnn.GATConv(d_in, classes if last else hidden, heads[i], feat_drop=dropout,
-                                           attn_drop=dropout, activation=None if last else F.elu))
+                                           attn_drop=dropout, msg_drop=dropout,
+                                           activation=None if last else F.elu))
             d_in = hidden * heads[i]
 
     def forward(self, g, h):

@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
+from mpgraph.cli.bench import mem_epoch_cells
 from mpgraph.cli.main import build_parser, main
+from mpgraph.cli.models import build_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLANETOID = ROOT.parent / "shared" / "data" / "planetoid"
@@ -82,6 +84,14 @@ def test_heads_must_match_layers(capsys):
         main(["train", "--model", "gat", "--heads", "2,2", "--layers", "3", "--epochs", "1", "--quiet"])
 
 
+def test_gat_model_drops_where_the_reference_code_does():
+    model = build_model("gat", 20, 3, hidden=8, layers=2, dropout=0.6, heads=[8, 1])
+    for layer in model.layers:
+        assert layer.feat_drop.p == layer.attn_drop.p == layer.msg_drop.p == 0.6
+    guide = build_model("gat", 20, 3, hidden=16, layers=3, dropout=0.0, heads=[1, 1, 1])
+    assert all(layer.msg_drop.p == 0 for layer in guide.layers)
+
+
 def test_info_runs(capsys):
     assert main(["info"]) == 0
     text = capsys.readouterr().out
@@ -103,6 +113,13 @@ def test_bench_precision_small(tmp_path):
         assert r["median_epoch_s"] == pytest.approx(sum(r["median_epoch_s_runs"]) / 2)
     assert "mem/fp32" in proc.stdout and "median [range]" in proc.stdout and png.exists()
     assert proc.stdout.count("(repeat 2/2)") == 2
+    rst = subprocess.run([sys.executable, str(ROOT / "docs" / "results_to_rst.py"), "precision", str(out)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert rst.returncode == 0, rst.stderr
+    for r in report["results"].values():      # the docs table shows the console's median [range] cells
+        mem, epoch = mem_epoch_cells(r, repeated=True)
+        assert "[" in mem and f"- {mem}\n" in rst.stdout and f"- {epoch}\n" in rst.stdout
+        assert mem in proc.stdout and epoch in proc.stdout
 
 
 @pytest.mark.parametrize("model, precision", [("sage", "fp32"), ("gat", "amp-bf16")])

@@ -200,7 +200,8 @@ def _gat_project(mod, g, x):
     return x, dst_part(g, x), fs, dst_part(g, fs)
 
 
-def ref_gatconv(mod, g, x, edge_weight=None):
+def ref_gatconv(mod, g, x, edge_weight=None, msg_scale=None):
+    """GATConv in float64; ``msg_scale`` (N_src, H, D) multiplies the summed features (a dropout mask)."""
     H, D = mod._num_heads, mod._out_feats
     xs, xd, fs, fd = _gat_project(mod, g, x)
     src, dst = edges(g)
@@ -210,7 +211,8 @@ def ref_gatconv(mod, g, x, edge_weight=None):
     a = edge_softmax_ref(g, e)
     if edge_weight is not None:
         a = a * edge_weight.double()[:, None]
-    out = torch.zeros(g.num_dst_nodes(), H, D, dtype=torch.float64).index_add(0, dst, a[:, :, None] * fs[src])
+    msg = fs if msg_scale is None else fs * msg_scale.double()
+    out = torch.zeros(g.num_dst_nodes(), H, D, dtype=torch.float64).index_add(0, dst, a[:, :, None] * msg[src])
     if mod.res_fc is not None:
         res = linear(mod.res_fc, xd) if isinstance(mod.res_fc, torch.nn.Linear) else xd
         out = out + res.view(xd.shape[0], -1, D)

@@ -61,6 +61,11 @@ class GATConv(nn.Module):
         Skip the check that every destination node has an in-edge.
     bias : bool, default True
         Learnable bias ``(H * D,)`` (carried by ``res_fc`` when the residual is linear).
+    msg_drop : float, default 0.
+        mpgraph extension (not in DGL): dropout on the projected source features
+        :math:`W h_j` as they are weighted and summed, after the attention logits
+        were computed from them. The GAT authors' reference code applies its input
+        dropout here too; ``mpgraph train --model gat`` sets it to ``--dropout``.
 
     Notes
     -----
@@ -82,7 +87,7 @@ class GATConv(nn.Module):
     """
 
     def __init__(self, in_feats, out_feats, num_heads, feat_drop=0.0, attn_drop=0.0, negative_slope=0.2,
-                 residual=False, activation=None, allow_zero_in_degree=False, bias=True):
+                 residual=False, activation=None, allow_zero_in_degree=False, bias=True, msg_drop=0.0):
         super().__init__()
         self._num_heads = num_heads
         self._in_src_feats, self._in_dst_feats = expand_as_pair(in_feats)
@@ -98,6 +103,7 @@ class GATConv(nn.Module):
         self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.feat_drop = nn.Dropout(feat_drop)
         self.attn_drop = nn.Dropout(attn_drop)
+        self.msg_drop = nn.Dropout(msg_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
         self.has_linear_res = False
         self.has_explicit_bias = False
@@ -193,7 +199,7 @@ class GATConv(nn.Module):
         a = self.attn_drop(ops.edge_softmax(graph, e))
         if edge_weight is not None:
             a = _weighted_attention(a, edge_weight)
-        rst = as_dtype(ops.u_mul_e_sum(graph, feat_src, a), dtype)           # (N_dst, *, H, D)
+        rst = as_dtype(ops.u_mul_e_sum(graph, self.msg_drop(feat_src), a), dtype)           # (N_dst, *, H, D)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(*h_dst.shape[:-1], -1, D)
         if self.has_explicit_bias:

@@ -89,6 +89,26 @@ def test_dropout_only_in_training():
     assert not torch.equal(a, conv(g, x))
 
 
+def test_gat_msg_drop_masks_the_summed_features_not_the_attention():
+    g = homo_graph()
+    conv = GATConv(4, 3, num_heads=2, msg_drop=0.5).double()
+    x = feat(7, 4).double()
+    conv.eval()
+    out_eval, a_eval = conv(g, x, get_attention=True)
+    assert_close(out_eval, ref_gatconv(conv, g, x), torch.float64)
+    conv.train()
+    torch.manual_seed(3)
+    out, a = conv(g, x, get_attention=True)
+    assert_close(a, a_eval, torch.float64)               # the logits see the undropped projection
+    torch.manual_seed(3)                                 # the same draw, as a mask of kept/2 values
+    keep = torch.nn.functional.dropout(torch.ones(7, 2, 3, dtype=torch.float64), 0.5, True)
+    assert set(keep.unique().tolist()) == {0.0, 2.0}
+    assert_close(out, ref_gatconv(conv, g, x, msg_scale=keep), torch.float64)
+    assert not torch.allclose(out, out_eval)
+    assert GATConv(4, 3, 2).msg_drop.p == 0                        # off by default, as in DGL
+    assert GATConv(4, 3, 2).state_dict().keys() == GATConv(4, 3, 2, msg_drop=0.3).state_dict().keys()
+
+
 @pytest.mark.parametrize("cls", [GATConv, GATv2Conv, DotGatConv])
 def test_pair_layers_need_pairs_and_widths(cls):
     g = homo_graph()
