@@ -42,8 +42,8 @@ class GAT(nn.Module):
 
     ``dropout`` goes where the authors' reference code puts it: on each layer's input (one mask for all
     heads, where the reference draws one per head), on the attention and on the projected features as
-    they are summed (``GATConv(msg_drop=)``). With ``layers=3``,
-    ``hidden=256``, heads ``1,1,1`` and no dropout this is the guide's Reddit model.
+    they are summed (``GATConv(msg_drop=)``). With ``layers=3``, ``hidden=256``, heads ``1,1,1`` and no
+    dropout this is the guide's Reddit model.
     """
 
     def __init__(self, in_feats, hidden, classes, layers, dropout, heads):

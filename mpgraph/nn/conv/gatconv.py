@@ -199,7 +199,7 @@ class GATConv(nn.Module):
         a = self.attn_drop(ops.edge_softmax(graph, e))
         if edge_weight is not None:
             a = _weighted_attention(a, edge_weight)
-        rst = as_dtype(ops.u_mul_e_sum(graph, self.msg_drop(feat_src), a), dtype)           # (N_dst, *, H, D)
+        rst = as_dtype(ops.u_mul_e_sum(graph, self.msg_drop(feat_src), a), dtype)  # (N_dst, *, H, D)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(*h_dst.shape[:-1], -1, D)
         if self.has_explicit_bias:
