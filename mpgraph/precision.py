@@ -113,9 +113,9 @@ def _scale_rows(x, s, out_dtype, divide=False):
     """
     out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
     op = torch.div if divide else torch.mul
-    wide = torch.promote_types(x.dtype, s.dtype)
     if x.device.type != "cpu" or x.dtype == s.dtype == out_dtype or x.dim() == 0 or x.shape[0] == 0:
         return op(x, s, out=out)
+    wide = torch.promote_types(x.dtype, s.dtype)
     rows = max(1, _ROW_CHUNK // max(1, x[0].numel()))
     scratch = torch.empty((min(rows, x.shape[0]),) + tuple(x.shape[1:]), dtype=wide, device=x.device)
     for i in range(0, x.shape[0], rows):

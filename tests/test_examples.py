@@ -4,6 +4,7 @@ import importlib.util
 import pathlib
 
 import pytest
+import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PLANETOID = ROOT.parent / "shared" / "data" / "planetoid"
@@ -29,7 +30,6 @@ def test_gcn_bf16_citeseer():
     # the guide's program draws from torch's global generator: seed it, so the outcome does not depend on the
     # tests that ran before; 100 epochs (the program's default) clear the bound for every seed tried (0-7:
     # loss ratio 0.35-0.42), where 60 epochs failed it for half of them (0.53-0.62)
-    import torch
     torch.manual_seed(0)
     losses, acc = _load("gcn_bf16_citeseer").main(["--data-dir", str(PLANETOID), "--epochs", "100"])
     assert losses[-1] < losses[0] * 0.6 and acc > 0.6

@@ -11,10 +11,9 @@ slows all precisions alike), and reports the medians with each precision's range
 deterministic, so losses and accuracies are the same in every repeat.
 """
 
-import statistics
-
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
