@@ -47,7 +47,10 @@ from mpgraph.ops._dispatch import record_backends, use_backend  # noqa: E402
 from cpu_kernels import make_graph, timed  # noqa: E402  (round-robin median timing)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "edge_softmax")
+OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "edge_softmax", "u_add_e_max",
+       "copy_e_max")
+#: max with an (E, D) edge operand: no peer computes these; they are timed against the reference only
+EDGE_MAX = ("u_add_e_max", "copy_e_max")
 SPMM = {"copy_u_sum": "sum", "copy_u_mean": "mean", "copy_u_max": "amax", "u_mul_e_sum": "sum"}
 
 try:  # optional peer
@@ -65,6 +68,21 @@ def _with_grad(fn, inputs, grad_seed=5):
     return run
 
 
+def _fast_and_reference(mp, gi, inputs, big):
+    """The public op ``mp`` on ``inputs``, normally selected and (unless ``big``) forced onto the reference."""
+    def fast(*a):
+        return mp(gi, *a)
+
+    def ref(*a):
+        with use_backend("reference"):
+            return mp(gi, *a)
+
+    out = {"fast": (lambda: fast(*inputs), _with_grad(fast, inputs))}
+    if not big:
+        out["reference"] = (lambda: ref(*inputs), _with_grad(ref, inputs))
+    return out
+
+
 def contenders(g, gi, op, D, dtype, heads, max_gb):
     """``{name: (forward fn, forward+backward fn)}`` for one line; ``gi`` is the mpgraph graph."""
     N, E, src, dst, indptr = g["N"], g["E"], g["src"], g["dst"], g["indptr"]
@@ -74,16 +92,7 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
     if op in SPMM:
         x = torch.randn(N, D, generator=gen).to(dtype)
         w = torch.rand(E, 1, generator=gen).to(dtype)
-        mp = getattr(ops, op)
-        inputs = (x, w) if op == "u_mul_e_sum" else (x,)
-        def fast(*a):
-            return mp(gi, *a)
-        out["fast"] = (lambda: fast(*inputs), _with_grad(fast, inputs))
-        if not big:
-            def ref(*a):
-                with use_backend("reference"):
-                    return mp(gi, *a)
-            out["reference"] = (lambda: ref(*inputs), _with_grad(ref, inputs))
+        out.update(_fast_and_reference(getattr(ops, op), gi, (x, w) if op == "u_mul_e_sum" else (x,), big))
         reduce = SPMM[op]
         for peer_dtype in {torch.float32, dtype}:
             tag = "sparse_mm" if peer_dtype == torch.float32 else f"sparse_mm_{str(dtype)[6:]}"
@@ -104,6 +113,10 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
             def pyg(xx, A=A):
                 return pyg_utils.spmm(A, xx, reduce=reduce)
             out["pyg"] = (lambda: pyg(x32), _with_grad(pyg, (x32,)))
+    elif op in EDGE_MAX:
+        x = torch.randn(N, D, generator=gen).to(dtype)
+        w = torch.randn(E, D, generator=gen).to(dtype)
+        out.update(_fast_and_reference(getattr(ops, op), gi, (x, w) if op == "u_add_e_max" else (w,), big))
     elif op == "u_dot_v":
         x = torch.randn(N, D, generator=gen).to(dtype)
         y = torch.randn(N, D, generator=gen).to(dtype)

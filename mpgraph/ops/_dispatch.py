@@ -18,6 +18,7 @@ its ``__init__.py``::
 
     KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports),
                "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
+               "gather_winners": (fn, supports), "edge_winners": (fn, supports),
                "spmm_mul_backward": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
@@ -87,6 +88,16 @@ Kernels by op:
     ``need_arg=False`` (passed only for ``max``/``min``, when no operand
     needs a gradient: inference, ``torch.no_grad``) allows the kernel to skip
     tracking winners and return None for both; a kernel may ignore it.
+    ``need_arg='slots'`` (passed only for max/min of ``copy_lhs``,
+    ``copy_rhs``, ``add`` and ``sub`` without a broadcast: ``bcast.lhs_off``
+    and ``bcast.rhs_off`` None) allows the kernel to return *slot winners* as
+    ``arg_u`` (with ``arg_e`` None, for every op): uint8 or int16
+    ``(N_dst, F)``, the offset of the winning edge within its destination's
+    in-edges in ``index.csc()`` order (the source is ``src[indptr[v] + slot]``,
+    the edge ``eid[indptr[v] + slot]``), 255 (uint8) or -1 (int16) where there
+    is none. The op layer tells slots from ids by that dtype and takes their
+    gradients with ``gather_winners`` and ``edge_winners``. A kernel without
+    slots treats it as True.
 
 ``sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype) -> out``
     ``op`` in ``'add' 'sub' 'mul' 'div' 'dot' 'copy_lhs' 'copy_rhs'``; targets in
@@ -134,6 +145,23 @@ Kernels by op:
     weights ``(E, F)`` are ``H = F``, ``D = 1``. A backend without a fused kernel
     registers its gSpMM and gSDDMM composed (``_reference.composed_mul_backward``).
 
+``gather_winners(index, grad, winners, out_dtype) -> grad_lhs``
+    The backward of ``copy_lhs`` max/min from slot winners (above):
+    ``grad: (N_dst, F)``, ``winners: (N_dst, F)`` uint8/int16, ``index`` the
+    forward graph. For every edge ``e = (u -> v)`` whose offset in ``v``'s
+    in-edges is ``s(e)``::
+
+        grad_lhs[u, f] = sum_{e = (u -> v)} grad[v, f] * (winners[v, f] == s(e))
+
+    accumulated in the accum dtype of ``promote(grad.dtype, out_dtype)``,
+    rounded once: ``(N_src, F)`` in ``out_dtype``.
+
+``edge_winners(index, grad, winners, out_dtype) -> grad_rhs``
+    The edge operand's gradient of max/min from slot winners (``copy_rhs``,
+    ``add``; ``sub`` negates it): for the edge ``e`` at offset ``s(e)`` in the
+    in-edges of ``v``, ``grad_rhs[e, f] = grad[v, f]`` where
+    ``winners[v, f] == s(e)``, else 0. ``(E, F)`` in ``out_dtype``, edge-ID order.
+
 ``scatter_winners(winner, coef, pos, rows, cols) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
     ``arg_u``/``arg_e`` of the forward, -1 where a row had no edge), ``coef: (R, F)``
@@ -158,12 +186,13 @@ from ..base import DGLError
 from ..precision import accum_dtype, autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
-           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_mul_backward",
-           "capture", "restored",
+           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "gather_winners",
+           "edge_winners", "spmm_mul_backward", "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
-OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_mul_backward")
+OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "gather_winners",
+       "edge_winners", "spmm_mul_backward")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -399,9 +428,9 @@ def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
         return out, None, None
     fn = _choose("spmm", index, op, reduce, lhs, rhs, bcast, out_dtype)
     with autocast_disabled(device.type):
-        if need_arg or reduce not in ("max", "min"):
+        if need_arg is True or reduce not in ("max", "min"):
             return fn(index, op, reduce, lhs, rhs, bcast, out_dtype)
-        return fn(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=False)
+        return fn(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=need_arg)
 
 
 def sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype):
@@ -440,6 +469,24 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return fn(winner, coef, pos, rows, cols)
 
 
+def gather_winners(index, grad, winners, out_dtype):
+    """Run the selected slot-winner gather (copy_u max/min backward); answers empty cases itself. ``(N_src, F)``."""
+    if index.num_edges == 0 or grad.shape[1] == 0:
+        return torch.zeros(index.num_src, grad.shape[1], dtype=out_dtype, device=grad.device)
+    fn = _choose("gather_winners", index, grad, winners, out_dtype)
+    with autocast_disabled(grad.device.type):
+        return fn(index, grad, winners, out_dtype)
+
+
+def edge_winners(index, grad, winners, out_dtype):
+    """Run the selected slot-winner edge gradient (max/min backward for the edge operand). ``(E, F)``."""
+    if index.num_edges == 0 or grad.shape[1] == 0:
+        return torch.zeros(index.num_edges, grad.shape[1], dtype=out_dtype, device=grad.device)
+    fn = _choose("edge_winners", index, grad, winners, out_dtype)
+    with autocast_disabled(grad.device.type):
+        return fn(index, grad, winners, out_dtype)
+
+
 def spmm_mul_backward(index, grad, lhs, rhs, heads):
     """Run the selected fused ``u_mul_e`` sum backward; answers empty cases itself. ``(grad_lhs, grad_rhs)``."""
     if index.num_edges == 0 or grad.shape[1] == 0:
@@ -462,6 +509,10 @@ def _register_builtin():
     register("edge_softmax_backward", "torch", _torch_backend.edge_softmax_backward)
     register("scatter_winners", "reference", _reference.scatter_winners)
     register("scatter_winners", "torch", _reference.scatter_winners)   # index_add_ is torch's best here
+    register("gather_winners", "reference", _reference.gather_winners)
+    register("gather_winners", "torch", _reference.gather_winners)
+    register("edge_winners", "reference", _reference.edge_winners)
+    register("edge_winners", "torch", _reference.edge_winners)
     register("spmm_mul_backward", "reference", _reference.spmm_mul_backward)
     register("spmm_mul_backward", "torch", _torch_backend.spmm_mul_backward)
 

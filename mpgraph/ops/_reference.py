@@ -146,6 +146,32 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return out.reshape(rows, cols)
 
 
+def slot_winner_ids(index, winners, of="src"):
+    """Slot winners (uint8/int16 offsets within each destination's in-edges, see the dispatch's ``spmm``)
+    as int64 source nodes (``of='src'``) or edge ids (``of='eid'``), -1 where there is none."""
+    indptr, src, eid = index.csc()
+    ids = src if of == "src" else eid
+    none = 255 if winners.dtype == torch.uint8 else -1
+    valid = winners != none
+    pos = (indptr[:-1].unsqueeze(1) + winners.to(torch.int64)).clamp(max=max(ids.numel() - 1, 0))
+    return torch.where(valid, ids[pos], -1)
+
+
+def gather_winners(index, grad, winners, out_dtype):
+    """Reference copy_u max/min backward from slot winners: the slots as source ids, then ``index_add_``."""
+    if grad.dtype == torch.float64 or out_dtype == torch.float64:
+        grad = grad.to(torch.float64)
+    return scatter_winners(slot_winner_ids(index, winners), grad, None, index.num_src, grad.shape[1]).to(out_dtype)
+
+
+def edge_winners(index, grad, winners, out_dtype):
+    """Reference max/min edge gradient from slot winners: the slots as edge ids, then ``index_add_``."""
+    if grad.dtype == torch.float64 or out_dtype == torch.float64:
+        grad = grad.to(torch.float64)
+    ids = slot_winner_ids(index, winners, of="eid")
+    return scatter_winners(ids, grad, None, index.num_edges, grad.shape[1]).to(out_dtype)
+
+
 def spmm_mul_backward(index, grad, lhs, rhs, heads):
     """Reference fused ``u_mul_e`` sum backward (see :mod:`mpgraph.ops._dispatch` for the contract)."""
     acc = accum_dtype(grad.dtype)

@@ -125,9 +125,13 @@ class GSpMM(torch.autograd.Function):
     def forward(ctx, index, op, reduce_op, bcast, out_dtype, lhs, rhs):
         ctx.selection = _dispatch.capture()
         # winners are only needed by the backward: without a gradient to compute (inference,
-        # torch.no_grad) max/min take the kernel that does not track them
-        out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype,
-                                           need_arg=any(ctx.needs_input_grad[5:7]))
+        # torch.no_grad) max/min take the kernel that does not track them. Copies, sums and differences
+        # without a broadcast may get them as 1- or 2-byte slots (a backend's choice), whose backward
+        # gathers rows instead of scattering elements
+        need_arg = any(ctx.needs_input_grad[5:7])
+        if need_arg and op in SLOT_OPS and bcast.lhs_off is None and bcast.rhs_off is None:
+            need_arg = "slots"
+        out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype, need_arg=need_arg)
         ctx.index, ctx.op, ctx.reduce_op, ctx.bcast = index, op, reduce_op, bcast
         ctx.save_for_backward(lhs, rhs, arg_u, arg_e)
         return out
@@ -239,6 +243,12 @@ def _scatter_winners(winner, coef, pos, rows, cols):
     return _dispatch.scatter_winners(winner, coef, pos, rows, cols)
 
 
+#: dtypes of slot winners (the dispatch's ``spmm(..., need_arg='slots')``); ids are int32/int64
+SLOT_DTYPES = (torch.uint8, torch.int16)
+#: ops whose max/min may record slot winners: each operand's gradient is the output's at the winner (sub: minus)
+SLOT_OPS = ("copy_lhs", "copy_rhs", "add", "sub")
+
+
 def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_lhs, need_rhs):
     """Gradients of max/min gSpMM: each output element's gradient goes to its winning edge."""
     N_src, E = index.num_src, index.num_edges
@@ -272,6 +282,18 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
     def as_given(acc):      # grad_out itself when the scatter would sum it in ``acc`` anyway
         return grad_out if accum_dtype(grad_out.dtype) == acc else grad_out.to(acc)
 
+    if arg_u is not None and arg_u.dtype in SLOT_DTYPES:   # copy_lhs/copy_rhs/add/sub: both gradients are G's
+        if not _double_backward(grad_out):
+            if need_lhs:
+                grad_lhs = _dispatch.gather_winners(index, grad_out, arg_u, lhs.dtype)
+            if need_rhs:
+                grad_rhs = _dispatch.edge_winners(index, grad_out, arg_u, rhs.dtype)
+                if op == "sub":
+                    grad_rhs = -grad_rhs
+            return grad_lhs, grad_rhs
+        from ._reference import slot_winner_ids
+        # the differentiable scatter below takes ids: the source and the edge of each winning slot
+        arg_u, arg_e = slot_winner_ids(index, arg_u), slot_winner_ids(index, arg_u, of="eid")
     if need_lhs:
         acc = accum_dtype(lhs.dtype)
         coef = as_given(acc)

@@ -582,3 +582,177 @@ def test_scatter_winners_int32_winners_and_half_coef_match_the_reference(dtype):
     ref = _reference.scatter_winners(winner, coef, None, 17, 24)
     assert fast.dtype == ref.dtype == F32
     assert_close(fast, ref, F32)
+
+
+# ----------------------------------------------------------------------------- slot winners and their gather
+
+
+def slot_graph(max_in, seed=0, N=40):
+    """Random edges with parallel edges (u -> v twice) and node 3 receiving ``max_in`` in-edges; node 0 has
+    none. Returns ``(src, dst, N)``."""
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, N, (300,), generator=gen)
+    dst = torch.randint(1, N, (300,), generator=gen)
+    dst[dst == 3] = 4                                        # node 3's in-degree is exactly max_in
+    src = torch.cat([src, src[:20], torch.randint(0, N, (max_in,), generator=gen)])     # 20 parallel edges
+    dst = torch.cat([dst, dst[:20], torch.full((max_in,), 3)])
+    return src, dst, N
+
+
+@pytest.mark.parametrize("max_in, slot", [(200, torch.uint8), (255, torch.uint8), (256, torch.int16),
+                                          (40_000, torch.int32)], ids=["u8", "u8-full", "i16", "ids"])
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_spmm_slot_winners(max_in, slot, reduce):
+    """``need_arg='slots'``: the same values as with ids; each slot names the winning edge within its row
+    (uint8 while rows hold at most 255 edges, int16 up to 32767, else the int32 ids)."""
+    src, dst, N = slot_graph(max_in)
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    x = rand((N, 70), F32, 5).float()
+    x[7, 3] = float("nan")                                  # NaN never wins
+    x[:, 69] = float("nan")                                 # a column with no winner anywhere
+    out_ids, ids, _ = K.gspmm("copy_lhs", reduce, indptr, indices, eid, x, None, need_arg=True)
+    out, slots, none = K.gspmm("copy_lhs", reduce, indptr, indices, eid, x, None, need_arg="slots")
+    assert none is None and slots.dtype == slot and torch.equal(out, out_ids)
+    if slot == torch.int32:
+        assert torch.equal(slots, ids)
+        return
+    missing = 255 if slot == torch.uint8 else -1
+    valid = slots != missing
+    assert torch.equal(valid, ids >= 0)
+    assert not valid[0].any() and not valid[:, 69].any()     # no in-edges; all NaN
+    at = (indptr[:-1, None] + slots.long()).clamp(max=indices.numel() - 1)
+    assert torch.equal(indices[at][valid], ids.long()[valid])
+    # products and broadcasts have no slot winners: 'slots' means ids there
+    w = rand((src.numel(), 70), F32, 6).float()
+    for op, rhs in (("mul", w), ("add", w[:, :1])):
+        _, l_ids, e_ids = K.gspmm(op, reduce, indptr, indices, eid, x, rhs, need_arg="slots")
+        assert l_ids.dtype == e_ids.dtype == torch.int32
+    # sums and edge copies record one slot array naming the edge
+    for op, operands in (("add", (x, w)), ("copy_rhs", (None, w))):
+        _, op_slots, none = K.gspmm(op, reduce, indptr, indices, eid, *operands, need_arg="slots")
+        _, _, e_ids = K.gspmm(op, reduce, indptr, indices, eid, *operands, need_arg=True)
+        assert none is None and op_slots.dtype == slot
+        if slot != torch.int32:
+            ok = op_slots != (255 if slot == torch.uint8 else -1)
+            at = (indptr[:-1, None] + op_slots.long()).clamp(max=indices.numel() - 1)
+            assert torch.equal(ok, e_ids >= 0) and torch.equal(eid[at][ok], e_ids.long()[ok])
+    with pytest.raises(ValueError, match="need_arg"):
+        K.gspmm("copy_lhs", reduce, indptr, indices, eid, x, None, need_arg="ids")
+
+
+def gather_expected(src, dst, N, slot_pos, grad, winners):
+    """float64 plain loop of the gather's definition: edge e adds grad[v] where v's winner is its slot."""
+    out = torch.zeros(N, grad.shape[1], dtype=F64)
+    for e in range(src.numel()):
+        v = int(dst[e])
+        hit = winners[v].long() == int(slot_pos[e])
+        out[int(src[e])] += torch.where(hit, grad[v].double(), 0.0)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("F", [64, 128, 5, 200])
+@pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
+def test_gather_winners_matches_plain_loop(dtype, F, max_in):
+    from mpgraph.ops._cpu._backend import _csr_slots
+    from mpgraph.ops._cpu.scatter import gather_winners
+
+    src, dst, N = slot_graph(max_in, seed=F)
+    index = Index.from_coo(src, dst, N, N)
+    indptr_c, indices_c, eid_c = index.csc()
+    x = rand((N, F), dtype, 8).to(dtype)
+    _, winners, _ = K.gspmm("copy_lhs", "max", indptr_c, indices_c, eid_c, x, None, need_arg="slots")
+    grad = rand((N, F), dtype, 9).to(dtype)
+    grad[winners == (255 if winners.dtype == torch.uint8 else -1)] = float("nan")   # never read
+    indptr, dst_r, _ = index.csr()
+    slot_of = _csr_slots(index, winners.dtype)
+    pos = torch.empty(src.numel(), dtype=torch.int64)        # each edge's offset in its destination's row
+    pos[eid_c] = torch.arange(src.numel()) - indptr_c[dst[eid_c]]
+    expected = gather_expected(src, dst, N, pos, grad, winners)
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            results.append(gather_winners(indptr, dst_r, slot_of, grad, winners))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[1])
+    assert results[0].dtype == dtype and results[0].shape == (N, F)
+    assert_close(results[0], expected, dtype)
+    # the expected sums equal what the id-based scatter gives (parallel edges counted once)
+    _, ids, _ = K.gspmm("copy_lhs", "max", indptr_c, indices_c, eid_c, x, None, need_arg=True)
+    from mpgraph.ops._cpu.scatter import scatter_winners
+    assert_close(scatter_winners(ids, grad, None, N, F).to(dtype), expected, dtype)
+    wide = gather_winners(indptr, dst_r, slot_of, grad, winners, out_dtype=F64 if dtype != F64 else F32)
+    assert wide.dtype == (F64 if dtype != F64 else F32)
+
+
+def test_gather_winners_rejects_bad_input():
+    from mpgraph.ops._cpu.scatter import gather_winners
+
+    indptr, indices = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    slots, grad = torch.zeros(2, dtype=torch.uint8), torch.zeros(2, 3)
+    with pytest.raises(TypeError, match="uint8 or int16"):
+        gather_winners(indptr, indices, slots, grad, torch.zeros(2, 3, dtype=torch.int32))
+    with pytest.raises(TypeError, match="one dtype"):
+        gather_winners(indptr, indices, slots.short(), grad, torch.zeros(2, 3, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="winners of its shape"):
+        gather_winners(indptr, indices, slots, grad, torch.zeros(2, 4, dtype=torch.uint8))
+    with pytest.raises(TypeError, match="expected grad"):
+        gather_winners(indptr, indices, slots, grad.long(), torch.zeros(2, 3, dtype=torch.uint8))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
+@pytest.mark.parametrize("by_dst", [True, False], ids=["by_dst", "shuffled"])
+def test_edge_winners_matches_plain_loop(dtype, max_in, by_dst):
+    """The edge operand's gradient from slot winners: grad where the edge's own slot won, else 0 (every
+    element written, no fill), in edge-id order; the same as the id-based scatter."""
+    from mpgraph.ops._cpu.scatter import edge_winners, scatter_winners
+
+    src, dst, N = slot_graph(max_in, seed=3)
+    order = torch.sort(dst, stable=True).indices if by_dst else torch.randperm(
+        src.numel(), generator=torch.Generator().manual_seed(1))
+    src, dst = src[order], dst[order]                       # edge ids in destination order, or not
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    E, F = src.numel(), 67
+    x = rand((N, F), dtype, 8).to(dtype)
+    w = rand((E, F), dtype, 9).to(dtype)
+    _, slots, none = K.gspmm("add", "max", indptr, indices, eid, x, w, need_arg="slots")
+    assert none is None and slots.dtype == (torch.uint8 if max_in <= 255 else torch.int16)
+    grad = rand((N, F), dtype, 10).to(dtype)
+    expected = torch.zeros(E, F, dtype=F64)
+    for v in range(N):
+        for k in range(int(indptr[v]), int(indptr[v + 1])):
+            hit = slots[v].long() == k - int(indptr[v])
+            expected[int(eid[k])] = torch.where(hit, grad[v].double(), 0.0)
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            results.append(edge_winners(indptr, eid, grad, slots))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[1]) and results[0].dtype == dtype
+    assert torch.equal(results[0].double(), expected)          # copies: exact
+    _, _, e_ids = K.gspmm("add", "max", indptr, indices, eid, x, w, need_arg=True)
+    assert torch.equal(scatter_winners(e_ids, grad, None, E, F).double(), expected)
+    wide = edge_winners(indptr, eid, grad, slots, out_dtype=F64)
+    assert wide.dtype == F64 and torch.equal(wide, expected)
+    if by_dst:                                              # eid None: slots are edge ids
+        assert torch.equal(eid, torch.arange(E))
+        assert torch.equal(edge_winners(indptr, None, grad, slots), results[0])
+
+
+def test_edge_winners_rejects_bad_input():
+    from mpgraph.ops._cpu.scatter import edge_winners
+
+    indptr, grad = torch.tensor([0, 1, 2]), torch.zeros(2, 3)
+    with pytest.raises(TypeError, match="uint8 or int16"):
+        edge_winners(indptr, None, grad, torch.zeros(2, 3, dtype=torch.int32))
+    with pytest.raises(ValueError, match="winners of its shape"):
+        edge_winners(indptr, None, grad, torch.zeros(2, 4, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="eid of 2 elements"):
+        edge_winners(indptr, torch.tensor([0, 1, 2]), grad, torch.zeros(2, 3, dtype=torch.uint8))

@@ -8,6 +8,7 @@ from graph_cases import CASES, NONEMPTY
 from tolerances import assert_close
 
 import mpgraph.ops as ops
+import mpgraph.ops.spmm as spmm_module
 from mpgraph._index import Index
 from mpgraph.ops._dispatch import backends, record_backends, use_backend
 
@@ -273,3 +274,51 @@ def test_backward_reuses_cached_reverse():
     assert rev.csc()[0] is indptr_csr and rev.csr()[0] is index.csc()[0]     # shared, not re-sorted
     ops.u_mul_e_mean(index, x, torch.rand(80, 1)).sum().backward()
     assert reversed_index(index) is rev and index.csr()[0] is indptr_csr
+
+
+@pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs", "add", "sub"])
+@pytest.mark.parametrize("reduce", ["max", "min"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=["f32", "bf16", "f64"])
+def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype):
+    """On the CPU backend max/min of copies, sums and differences record 1-byte slot winners and the
+    backward gathers by them (no scatter): the gradients equal the reference backend's, parallel edges
+    included; double backward still works (the slots become ids for the differentiable scatter)."""
+    if "cpu" not in backends("gather_winners"):
+        pytest.skip("the Numba CPU backend is not available")
+    calls = []
+    for name in ("gather_winners", "edge_winners"):
+        real = getattr(ops._dispatch, name)
+        monkeypatch.setattr(ops._dispatch, name,
+                            lambda *a, name=name, real=real: calls.append((name, a[2].dtype)) or real(*a))
+    uses = [op != "copy_rhs", op != "copy_lhs"]
+    slot_ops = spmm_module.SLOT_OPS
+    for case in ("multi_edge", "zero_in_degree", "power_law"):
+        index = make_index(case, torch.int32)
+        gen = torch.Generator().manual_seed(5)
+        x0 = rand((index.num_src, 3), dtype, gen).to(dtype)
+        w0 = rand((index.num_edges, 3), dtype, gen).to(dtype)
+        g = rand((index.num_dst, 3), dtype, gen).to(dtype)
+        grads = {}
+        for name, asked in (("cpu", slot_ops), ("cpu ids", ()), ("reference", ())):
+            leaves = [t.clone().requires_grad_() if use else None for t, use in zip((x0, w0), uses)]
+            monkeypatch.setattr(spmm_module, "SLOT_OPS", asked)       # () makes the op ask for ids
+            with use_backend(name.split()[0], strict=True):
+                ops.gspmm(index, op, reduce, *leaves).backward(g)
+            grads[name] = [t.grad for t in leaves if t is not None]
+        monkeypatch.setattr(spmm_module, "SLOT_OPS", slot_ops)
+        for mine, ids, ref in zip(grads["cpu"], grads["cpu ids"], grads["reference"]):
+            if dtype == torch.bfloat16:
+                # the same winners as the CPU's id path; the reference may break ties among rounded messages
+                # differently, so it is compared in float32 and float64 only
+                torch.testing.assert_close(mine, ids, rtol=0, atol=0)
+            else:
+                assert_close(mine, ref.double(), dtype)
+                assert_close(ids, ref.double(), dtype)
+    expected = [("gather_winners", torch.uint8)] * uses[0] + [("edge_winners", torch.uint8)] * uses[1]
+    assert calls == expected * 3
+    gen = torch.Generator().manual_seed(6)
+    x, w = rand((5, 2), torch.float64, gen).requires_grad_(), rand((5, 2), torch.float64, gen).requires_grad_()
+    index = make_index("zero_in_degree", torch.int64)
+    with use_backend("cpu", strict=True):
+        assert torch.autograd.gradgradcheck(lambda a, b: ops.gspmm(index, op, reduce, a if uses[0] else None,
+                                                                   b if uses[1] else None), (x, w))

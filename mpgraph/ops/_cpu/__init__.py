@@ -11,7 +11,8 @@ Raw API (all structure tensors int64, 1-D, CPU; ``R`` rows, ``E`` edge slots)::
         indptr (R+1,), indices (E,) (None for copy_rhs), eid (E,) or None (= identity)
         lhs (N_src, *Fl) or None, rhs (E, *Fr) or None; Fl, Fr broadcast like numpy
         -> out (R, *broadcast(Fl, Fr)) in out_dtype (default: the promoted operand dtype),
-           arg_lhs, arg_rhs: int64 of out's shape (max/min with need_arg; -1 on empty rows) or None
+           arg_lhs, arg_rhs: int32/int64 of out's shape (max/min with need_arg; -1 on empty rows) or None;
+           need_arg='slots' (copy_lhs): arg_lhs as uint8/int16 offsets of the winning edge in its row
     gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target='u', rhs_target='v', *, out_dtype=None,
            prefetch_distance=None)
         op in add/sub/mul/div/dot/copy_lhs/copy_rhs; targets in u/v/e; CSC structure (rows = v)

@@ -23,7 +23,8 @@ from . import available, unavailable_reason
 
 __all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_supports",
            "sddmm_supports", "edge_softmax_supports", "edge_softmax_backward_supports", "scatter_winners_supports",
-           "spmm_mul_backward", "spmm_mul_backward_supports"]
+           "gather_winners", "gather_winners_supports", "edge_winners", "edge_winners_supports", "spmm_mul_backward",
+           "spmm_mul_backward_supports"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
@@ -142,6 +143,44 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return kernel(winner, coef, pos, rows, cols)
 
 
+def gather_winners_supports(index, grad, winners, out_dtype):
+    """Whether :func:`gather_winners` runs this call: CPU float gradient, uint8/int16 slots, Numba present."""
+    return winners.device.type == "cpu" and winners.dtype in (torch.uint8, torch.int16) and _ok((grad,), out_dtype)
+
+
+def gather_winners(index, grad, winners, out_dtype):
+    """copy_u max/min backward from slot winners, gathered over each source's out-edges (:mod:`.scatter`)."""
+    from .scatter import gather_winners as kernel
+
+    indptr, dst, _ = index.csr()
+    return kernel(indptr, dst, _csr_slots(index, winners.dtype), grad, winners, out_dtype=out_dtype)
+
+
+def edge_winners_supports(index, grad, winners, out_dtype):
+    """Whether :func:`edge_winners` runs this call: as :func:`gather_winners_supports`."""
+    return gather_winners_supports(index, grad, winners, out_dtype)
+
+
+def edge_winners(index, grad, winners, out_dtype):
+    """The edge operand's max/min gradient from slot winners, one pass over ``index.csc()`` (:mod:`.scatter`)."""
+    from .scatter import edge_winners as kernel
+
+    indptr, _, eid = _csc(index)
+    return kernel(indptr, eid, grad, winners, out_dtype=out_dtype)
+
+
+def _csr_slots(index, dtype):
+    """For each slot of ``index.csr()``, its edge's offset within the destination's in-edges (``index.csc()``
+    order), in ``dtype``: what a max/min forward records as the slot winner when that edge wins. Cached."""
+    def build():
+        indptr_c, _, eid_c = index.csc()
+        _, dst_r, eid_r = index.csr()
+        pos = torch.empty(eid_c.numel(), dtype=torch.int64)
+        pos[eid_c] = torch.arange(eid_c.numel(), dtype=torch.int64)     # edge id -> its csc slot
+        return (pos[eid_r] - indptr_c[dst_r]).to(dtype)
+    return index.cached(f"cpu.csr_slots.{dtype}", build)
+
+
 def spmm_mul_backward_supports(index, grad, lhs, rhs, heads):
     """Whether :func:`spmm_mul_backward` runs this call: CPU float operands of one dtype and Numba present."""
     return grad.dtype == lhs.dtype == rhs.dtype and _ok((grad, lhs, rhs), lhs.dtype)
@@ -165,4 +204,6 @@ KERNELS = {
     "edge_softmax": (edge_softmax, edge_softmax_supports),
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
     "scatter_winners": (scatter_winners, scatter_winners_supports),
+    "gather_winners": (gather_winners, gather_winners_supports),
+    "edge_winners": (edge_winners, edge_winners_supports),
 }

@@ -186,6 +186,33 @@ def _make_value_pass(W):
     return value_pass
 
 
+def _lhs_winner(arg_l, indices, kb, slot):
+    """What ``arg_l`` records for a winner at slot ``kb`` (offset ``slot`` in its row, -1: none): the source
+    node ``indices[kb]`` (or -1), or, when ``arg_l`` is 8 or 16 bits wide, ``slot`` itself (slot winners;
+    -1 is stored as 255 in uint8, which no slot reaches since rows then have at most 255 edges)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_lhs_winner)
+def _lhs_winner_impl(arg_l, indices, kb, slot):
+    if arg_l.dtype.bitwidth <= 16:
+        return lambda arg_l, indices, kb, slot: slot
+    return lambda arg_l, indices, kb, slot: raw_get(indices, kb) if slot >= 0 else -1
+
+
+def _rhs_winner(arg_r, eid, use_eid, kb, slot):
+    """What ``arg_r`` records for a winner at slot ``kb``: its edge id (or -1), or, for 8/16-bit slot
+    winners, ``slot`` itself (as :func:`_lhs_winner`; the op then passes one slot array as both)."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_rhs_winner)
+def _rhs_winner_impl(arg_r, eid, use_eid, kb, slot):
+    if arg_r.dtype.bitwidth <= 16:
+        return lambda arg_r, eid, use_eid, kb, slot: slot
+    return lambda arg_r, eid, use_eid, kb, slot: (raw_get(eid, kb) if use_eid else kb) if slot >= 0 else -1
+
+
 def _make_arg_pass(W):
     """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch).
 
@@ -233,9 +260,9 @@ def _make_arg_pass(W):
         for j in range(n):
             kb = k0 + best[j]
             if uses_lhs(op):
-                raw_set(arg_l, o + col + j, raw_get(indices, kb) if best[j] >= 0 else -1)
+                raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, kb, best[j]))
             if uses_rhs(op):
-                raw_set(arg_r, o + col + j, (raw_get(eid, kb) if use_eid else kb) if best[j] >= 0 else -1)
+                raw_set(arg_r, o + col + j, _rhs_winner(arg_r, eid, use_eid, kb, best[j]))
 
     return arg_pass
 
@@ -491,6 +518,21 @@ def winner_dtype(num_ids):
     return torch.int32 if num_ids < 2**31 else torch.int64
 
 
+#: ops whose max/min can record slot winners (``need_arg='slots'``): the messages that are an operand as it
+#: is or a sum/difference of two, so each operand's gradient is the output's gradient at the winner
+SLOT_OPS = ("copy_lhs", "copy_rhs", "add", "sub")
+
+
+def slot_dtype(max_row, otherwise):
+    """Dtype of slot winners for rows of at most ``max_row`` edges: uint8 (255 free to mean "none"), int16
+    (-1), or ``otherwise`` when the slots do not fit 16 bits."""
+    if max_row <= 255:
+        return torch.uint8
+    if max_row <= 32767:
+        return torch.int16
+    return otherwise
+
+
 def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None):
     """Generalised SpMM over the rows of a compressed structure, on raw tensors.
 
@@ -521,9 +563,16 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     out_dtype : torch.dtype, optional
         Dtype of ``out`` (default: the promoted operand dtype), e.g. float32 results from
         float16 operands. Accumulation is fp64 when ``out`` or an operand is fp64, else fp32.
-    need_arg : bool, default True
+    need_arg : bool or 'slots', default True
         For ``max``/``min``: also return the winners' ids (what the backward needs). False skips
         tracking them (a faster kernel and no ``(R, *F)`` int64 outputs) and returns None for both.
+        ``'slots'`` returns the winners as *slots* instead, for :data:`SLOT_OPS` without a broadcast
+        (``Fl == Fr``; other calls treat it as True): the offset of the winning edge within its row
+        (``indices[indptr[r] + slot]`` is the source node, ``eid[indptr[r] + slot]`` the edge), in
+        uint8 when no row has more than 255 edges (255: no winner), int16 when none has more than
+        32767 (-1: no winner), else the ids of ``True``. One array names both ends: a quarter (an
+        eighth) of the bytes of int32 ids to write here and to read in the backward
+        (:func:`.scatter.gather_winners`, :func:`.scatter.edge_winners`).
     prefetch_distance : int, optional
         Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
 
@@ -537,6 +586,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         Only for ``max``/``min``: the ``indices`` value (source node) and the edge id of the
         winning edge per element (first winner in slot order), -1 where the row has no edge.
         int32 when every id fits (:func:`winner_dtype` of ``lhs``'s / ``rhs``'s row count).
+        Slot winners (``need_arg='slots'``, see there) come back as ``arg_lhs``, uint8 or int16, with
+        ``arg_rhs`` None, for every op.
         ``arg_lhs`` is None for ``'copy_rhs'`` and ``arg_rhs`` for ``'copy_lhs'``.
 
     Raises
@@ -583,13 +634,24 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         out_shape, layout, B, lhs_off, rhs_off = broadcast_layout(tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
         dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     out = torch.empty((R,) + tuple(out_shape), dtype=out_dtype or dtype)
+    if need_arg not in (True, False, "slots"):
+        raise ValueError(f"expected need_arg True, False or 'slots', got {need_arg!r}")
     track = reduce in ("max", "min") and bool(need_arg)
-    # winners as int32 when the ids fit: the forward writes and the backward reads half the bytes
-    arg_lhs = torch.empty(out.shape, dtype=winner_dtype(lhs.shape[0])) if track and op != "copy_rhs" else None
-    arg_rhs = torch.empty(out.shape, dtype=winner_dtype(rhs.shape[0])) if track and op != "copy_lhs" else None
+    slots = None
+    if track and need_arg == "slots" and op in SLOT_OPS and layout == SAME and R > 0:
+        narrow = slot_dtype(int((indptr[1:] - indptr[:-1]).max()), None)
+        slots = None if narrow is None else torch.empty(out.shape, dtype=narrow)
+    if slots is not None:
+        # one array of slots names the edge, so both ends (when the op has two) write the same values into it
+        arg_lhs = slots if op != "copy_rhs" else None
+        arg_rhs = slots if op != "copy_lhs" else None
+    else:
+        # winners as int32 when the ids fit: the forward writes and the backward reads half the bytes
+        arg_lhs = torch.empty(out.shape, dtype=winner_dtype(lhs.shape[0])) if track and op != "copy_rhs" else None
+        arg_rhs = torch.empty(out.shape, dtype=winner_dtype(rhs.shape[0])) if track and op != "copy_lhs" else None
     F = int(np.prod(out_shape, dtype=np.int64))
     if R == 0 or F == 0:
-        return out, arg_lhs, arg_rhs
+        return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
     lhs_np = kernel_view(lhs.contiguous()) if lhs is not None else kernel_view(rhs[:0])
     rhs_np = kernel_view(rhs.contiguous()) if rhs is not None else kernel_view(lhs[:0])
     Fl = int(np.prod(lhs.shape[1:], dtype=np.int64)) if lhs is not None else 0
@@ -607,4 +669,4 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     run_parallel(spmm_kernel(op, reduce, layout, track), nthreads, bounds, indptr_np, indices_np, eid_np, lhs_np,
                  rhs_np, kernel_view(out), index_view(arg_lhs), index_view(arg_rhs), F, Fl, Fr, B,
                  index_view(lhs_off), index_view(rhs_off), pf)
-    return out, arg_lhs, arg_rhs
+    return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
