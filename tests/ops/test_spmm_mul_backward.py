@@ -102,6 +102,26 @@ def test_hub_with_100k_in_edges(backend, threads, H, D):
     assert_close(grad_w, ew, torch.bfloat16)
 
 
+def test_weights_moved_by_inverse_scatter_or_gather_agree():
+    """``eid_inverse`` moves the weights into slot order by a scatter instead of a gather: same bits; a
+    wrong length is refused."""
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu._backend import _csc, _inverse
+    from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
+
+    index = _index("power_law", torch.int64)
+    indptr, src, eid = _csc(reversed_index(index))
+    assert eid is not None                                  # out-edges are not in edge-id order
+    G, x, w = _operands(index, 2, 3, torch.float32)
+    args = (indptr, src, eid, G.reshape(-1, 2, 3), x.reshape(-1, 2, 3), w)
+    gathered = mul_sum_backward(*args)
+    scattered = mul_sum_backward(*args, eid_inverse=_inverse(eid))
+    assert torch.equal(gathered[0], scattered[0]) and torch.equal(gathered[1], scattered[1])
+    assert torch.equal(_inverse(eid)[eid], torch.arange(eid.numel()))
+    with pytest.raises(ValueError, match="eid_inverse of"):
+        mul_sum_backward(*args, eid_inverse=_inverse(eid)[:-1])
+
+
 def test_no_edges_gives_zeros():
     index = _index("no_edges", torch.int64)
     G, x, w = _operands(index, 2, 3, torch.float32)

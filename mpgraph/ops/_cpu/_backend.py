@@ -175,8 +175,7 @@ def _csr_slots(index, dtype):
     def build():
         indptr_c, _, eid_c = index.csc()
         _, dst_r, eid_r = index.csr()
-        pos = torch.empty(eid_c.numel(), dtype=torch.int64)
-        pos[eid_c] = torch.arange(eid_c.numel(), dtype=torch.int64)     # edge id -> its csc slot
+        pos = _inverse(eid_c)                                           # edge id -> its csc slot
         return (pos[eid_r] - indptr_c[dst_r]).to(dtype)
     return index.cached(f"cpu.csr_slots.{dtype}", build)
 
@@ -193,8 +192,17 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads):
     indptr, src, eid = _csc(index)
     H = heads
     D = grad.shape[1] // H
-    grad_lhs, grad_rhs = mul_sum_backward(indptr, src, eid, grad.view(-1, H, D), lhs.view(-1, H, D), rhs)
+    inverse = None if eid is None else index.cached("cpu.eid_inverse", lambda: _inverse(eid))
+    grad_lhs, grad_rhs = mul_sum_backward(indptr, src, eid, grad.view(-1, H, D), lhs.view(-1, H, D), rhs,
+                                          eid_inverse=inverse)
     return grad_lhs.view(index.num_dst, H * D), grad_rhs
+
+
+def _inverse(perm):
+    """The inverse permutation: ``out[perm[k]] = k``."""
+    out = torch.empty_like(perm)
+    out[perm] = torch.arange(perm.numel(), dtype=perm.dtype)
+    return out
 
 
 KERNELS = {

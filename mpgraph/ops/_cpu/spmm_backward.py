@@ -16,9 +16,11 @@ forward. This kernel walks the reversed structure once (rows are the forward sou
 and the row's fp32 accumulator stay in cache, each ``G[v]`` row is gathered once (software prefetch
 ahead) and used for both products. Edge ids in that order are scattered (the forward graph is sorted by
 destination), and a random 2-byte or 4-byte access per edge costs as much as the row gather, so the
-weights are first gathered into slot order (a parallel copy loop, many loads in flight), the kernel
-reads and writes per-edge values sequentially, and ``w``'s gradient is put back at the edge ids the
-same way. Elementwise weights ``w: (E, F)`` are the case ``H = F``, ``D = 1``.
+weights are first moved into slot order (a parallel copy loop: a scatter over the edge ids when their
+inverse permutation is given, which the CPU backend caches per graph, else a gather by ``eid``; random
+writes measured cheaper than random reads), the kernel reads and writes per-edge values sequentially,
+and ``w``'s gradient is put back at the edge ids by a scatter. Elementwise weights ``w: (E, F)`` are the
+case ``H = F``, ``D = 1``.
 
 Accumulation is fp32 (fp64 for fp64) and each result is rounded once to the operands' dtype. Rows are
 split into balanced chunks (power-law hubs do not serialise a thread); each ``x`` row is written by the
@@ -182,7 +184,7 @@ def _permute(t, perm, gather, out=None):
     return out
 
 
-def mul_sum_backward(indptr, indices, eid, G, x, w, *, prefetch_distance=None):
+def mul_sum_backward(indptr, indices, eid, G, x, w, *, eid_inverse=None, prefetch_distance=None):
     """Both gradients of ``out = u_mul_e_sum(x, w)`` in one pass over the reversed structure.
 
     Parameters
@@ -200,6 +202,10 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, prefetch_distance=None):
         Forward source features; same dtype as ``G``.
     w : Tensor ``(E, H)``
         Forward edge weights (one per head); same dtype as ``G``.
+    eid_inverse : Tensor, int64, ``(E,)``, optional
+        The slot of each edge id (``eid_inverse[eid[k]] == k``). When given, ``w`` is moved into slot order
+        by a scatter over the edge ids (sequential reads, random writes) instead of a gather by ``eid``
+        (random reads): measured 2-3x faster on 2M edges. Trusted, like the structure.
     prefetch_distance : int, optional
         Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
 
@@ -239,7 +245,15 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, prefetch_distance=None):
     gx = torch.empty(x.shape, dtype=x.dtype)
     if N_src == 0 or H * D == 0 or E == 0:
         return gx.zero_(), torch.zeros(w.shape, dtype=w.dtype)
-    w_slot = w.contiguous() if eid is None else _permute(w, eid, gather=True)      # (E, H) in slot order
+    if eid is None:
+        w_slot = w.contiguous()                                                  # (E, H) in slot order
+    elif eid_inverse is not None:
+        check_index("eid_inverse", eid_inverse)
+        if eid_inverse.numel() != E:
+            raise ValueError(f"expected eid_inverse of {E} elements, got {eid_inverse.numel()}")
+        w_slot = _permute(w, eid_inverse, gather=False)     # w_slot[eid_inverse[e]] = w[e]: random writes
+    else:
+        w_slot = _permute(w, eid, gather=True)              # w_slot[k] = w[eid[k]]: random reads
     gw_slot = torch.empty(w.shape, dtype=w.dtype)
     G_np = kernel_view(G.contiguous())
     indptr_np = index_view(indptr.contiguous())
