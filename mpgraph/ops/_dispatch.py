@@ -146,7 +146,8 @@ Kernels by op:
     registers its gSpMM and gSDDMM composed (``_reference.composed_mul_backward``).
 
 ``gather_winners(index, grad, winners, out_dtype) -> grad_lhs``
-    The backward of ``copy_lhs`` max/min from slot winners (above):
+    The node operand's gradient of max/min from slot winners (above;
+    ``copy_lhs``, ``add``, ``sub``):
     ``grad: (N_dst, F)``, ``winners: (N_dst, F)`` uint8/int16, ``index`` the
     forward graph. For every edge ``e = (u -> v)`` whose offset in ``v``'s
     in-edges is ``s(e)``::
@@ -470,7 +471,7 @@ def scatter_winners(winner, coef, pos, rows, cols):
 
 
 def gather_winners(index, grad, winners, out_dtype):
-    """Run the selected slot-winner gather (copy_u max/min backward); answers empty cases itself. ``(N_src, F)``."""
+    """Run the selected slot-winner gather (node operand of max/min); answers empty cases itself. ``(N_src, F)``."""
     if index.num_edges == 0 or grad.shape[1] == 0:
         return torch.zeros(index.num_src, grad.shape[1], dtype=out_dtype, device=grad.device)
     fn = _choose("gather_winners", index, grad, winners, out_dtype)

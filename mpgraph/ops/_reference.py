@@ -158,7 +158,7 @@ def slot_winner_ids(index, winners, of="src"):
 
 
 def gather_winners(index, grad, winners, out_dtype):
-    """Reference copy_u max/min backward from slot winners: the slots as source ids, then ``index_add_``."""
+    """Reference node-operand max/min gradient from slot winners: the slots as source ids, then ``index_add_``."""
     if grad.dtype == torch.float64 or out_dtype == torch.float64:
         grad = grad.to(torch.float64)
     return scatter_winners(slot_winner_ids(index, winners), grad, None, index.num_src, grad.shape[1]).to(out_dtype)

@@ -149,7 +149,7 @@ def gather_winners_supports(index, grad, winners, out_dtype):
 
 
 def gather_winners(index, grad, winners, out_dtype):
-    """copy_u max/min backward from slot winners, gathered over each source's out-edges (:mod:`.scatter`)."""
+    """The node operand's max/min gradient from slot winners, gathered per source's out-edges (:mod:`.scatter`)."""
     from .scatter import gather_winners as kernel
 
     indptr, dst, _ = index.csr()

@@ -14,13 +14,14 @@ The writes land on random rows, so the pass is bound by their latency: it reads 
 pointers (no index checks), takes blocks of up to 64 columns (as wide as still gives every thread a
 block), and prefetches the output elements of the row :data:`PREFETCH_ROWS` ahead.
 
-:func:`gather_winners` is the other form, for ``copy_u`` max/min whose forward recorded *slot winners*
-(``gspmm(..., need_arg='slots')``: the winning edge's offset within its destination's in-edges, 8 or 16
-bits). It walks the out-edges of each source ``u`` and adds ``G[v, f]`` where ``v``'s winner at ``f`` is
-this very edge: whole rows of ``G`` and of the winners are read (contiguous, prefetched ahead) instead of
-single elements written to random rows, each result row is written once by one thread (no zero fill, no
-atomics), and each edge is matched by its slot, so parallel edges ``u -> v`` are told apart. Per edge it
-reads a row of ``G`` and a row of 1-byte or 2-byte winners: 1.5x the forward's bytes in bf16 with uint8.
+:func:`gather_winners` is the other form, for the node operand of ``copy_u``/``u_add_e``/``u_sub_e``
+max/min whose forward recorded *slot winners* (``gspmm(..., need_arg='slots')``: the winning edge's
+offset within its destination's in-edges, 8 or 16 bits). It walks the out-edges of each source ``u``
+and adds ``G[v, f]`` where ``v``'s winner at ``f`` is this very edge: whole rows of ``G`` and of the
+winners are read (contiguous, prefetched ahead) instead of single elements written to random rows,
+each result row is written once by one thread (no zero fill, no atomics), and each edge is matched by
+its slot, so parallel edges ``u -> v`` are told apart. Per edge it reads a row of ``G`` and a row of
+1-byte or 2-byte winners: 1.5x the forward's bytes in bf16 with uint8.
 :func:`edge_winners` gives the edge operand's gradient from the same slots (``copy_e``, ``u_add_e``,
 ``u_sub_e``): one pass over each destination's in-edges writes every edge's row once, ``G`` where the
 edge's slot won and 0 elsewhere, so it needs neither a zero fill nor a scatter either.
@@ -181,7 +182,7 @@ def _gather_kernel(W):
 
 
 def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, prefetch_distance=None):
-    """The ``x`` gradient of ``copy_u`` max/min from slot winners, gathered per source row.
+    """The node operand's gradient of max/min (``copy_u``, ``u_add_e``, ``u_sub_e``) from slot winners, by source row.
 
     .. math::
 
