@@ -472,18 +472,19 @@ def scatter_winners(winner, coef, pos, rows, cols):
 
 def gather_winners(index, grad, winners, out_dtype):
     """Run the selected slot-winner gather (node operand of max/min); answers empty cases itself. ``(N_src, F)``."""
-    if index.num_edges == 0 or grad.shape[1] == 0:
-        return torch.zeros(index.num_src, grad.shape[1], dtype=out_dtype, device=grad.device)
-    fn = _choose("gather_winners", index, grad, winners, out_dtype)
-    with autocast_disabled(grad.device.type):
-        return fn(index, grad, winners, out_dtype)
+    return _from_slots("gather_winners", index.num_src, index, grad, winners, out_dtype)
 
 
 def edge_winners(index, grad, winners, out_dtype):
     """Run the selected slot-winner edge gradient (max/min backward for the edge operand). ``(E, F)``."""
+    return _from_slots("edge_winners", index.num_edges, index, grad, winners, out_dtype)
+
+
+def _from_slots(op, rows, index, grad, winners, out_dtype):
+    """A max/min gradient from slot winners (``op``: ``gather_winners``/``edge_winners``), ``(rows, F)``."""
     if index.num_edges == 0 or grad.shape[1] == 0:
-        return torch.zeros(index.num_edges, grad.shape[1], dtype=out_dtype, device=grad.device)
-    fn = _choose("edge_winners", index, grad, winners, out_dtype)
+        return torch.zeros(rows, grad.shape[1], dtype=out_dtype, device=grad.device)
+    fn = _choose(op, index, grad, winners, out_dtype)
     with autocast_disabled(grad.device.type):
         return fn(index, grad, winners, out_dtype)
 

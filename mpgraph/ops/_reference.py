@@ -159,17 +159,20 @@ def slot_winner_ids(index, winners, of="src"):
 
 def gather_winners(index, grad, winners, out_dtype):
     """Reference node-operand max/min gradient from slot winners: the slots as source ids, then ``index_add_``."""
-    if grad.dtype == torch.float64 or out_dtype == torch.float64:
-        grad = grad.to(torch.float64)
-    return scatter_winners(slot_winner_ids(index, winners), grad, None, index.num_src, grad.shape[1]).to(out_dtype)
+    return _scatter_slots(index, grad, winners, out_dtype, "src", index.num_src)
 
 
 def edge_winners(index, grad, winners, out_dtype):
     """Reference max/min edge gradient from slot winners: the slots as edge ids, then ``index_add_``."""
+    return _scatter_slots(index, grad, winners, out_dtype, "eid", index.num_edges)
+
+
+def _scatter_slots(index, grad, winners, out_dtype, of, rows):
+    """``grad`` added at the ids (``of``: ``'src'``/``'eid'``) the slot winners name, ``(rows, F)`` in
+    ``out_dtype``; float64 sums when either side is float64."""
     if grad.dtype == torch.float64 or out_dtype == torch.float64:
         grad = grad.to(torch.float64)
-    ids = slot_winner_ids(index, winners, of="eid")
-    return scatter_winners(ids, grad, None, index.num_edges, grad.shape[1]).to(out_dtype)
+    return scatter_winners(slot_winner_ids(index, winners, of=of), grad, None, rows, grad.shape[1]).to(out_dtype)
 
 
 def spmm_mul_backward(index, grad, lhs, rhs, heads):
