@@ -7,6 +7,7 @@ the other formats with a representative subset.
 """
 
 import math
+import os
 
 import pytest
 import torch
@@ -756,3 +757,57 @@ def test_edge_winners_rejects_bad_input():
         edge_winners(indptr, None, grad, torch.zeros(2, 4, dtype=torch.uint8))
     with pytest.raises(ValueError, match="eid of 2 elements"):
         edge_winners(indptr, torch.tensor([0, 1, 2]), grad, torch.zeros(2, 3, dtype=torch.uint8))
+
+
+# ----------------------------------------------------------------------------- huge-page advice on large outputs
+
+
+def _vm_flags(address):
+    """The ``VmFlags`` of the mapping holding ``address`` in this process (Linux ``/proc/self/smaps``)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(p, 16) for p in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and line.startswith("VmFlags:"):
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+needs_thp = pytest.mark.skipif(
+    not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled") or os.environ.get("THP_MEM_ALLOC_ENABLE"),
+    reason="needs Linux with transparent huge pages, and torch's own THP allocation off")
+
+
+@needs_thp
+def test_large_kernel_outputs_are_advised_as_huge_pages(monkeypatch):
+    from mpgraph.ops._cpu import _core
+
+    monkeypatch.delenv("MPGRAPH_HUGE_PAGES", raising=False)
+    rows = _core.HUGE_PAGE_MIN_BYTES // (64 * 4) + 4096           # just above the threshold in float32
+    indptr = torch.zeros(rows + 1, dtype=torch.int64)             # no edges: every row is empty
+    x = torch.ones(3, 64)
+    out, _, _ = K.gspmm("copy_lhs", "sum", indptr, torch.zeros(0, dtype=torch.int64), None, x, None)
+    assert out.shape == (rows, 64) and not out.any()
+    assert "hg" in _vm_flags(out.data_ptr() + out.numel() * 4 // 2)
+    small, _, _ = K.gspmm("copy_lhs", "sum", indptr[:101], torch.zeros(0, dtype=torch.int64), None, x, None)
+    assert small.shape == (100, 64) and not _core.advise_huge_pages(small)
+
+    monkeypatch.setenv("MPGRAPH_HUGE_PAGES", "0")                 # the documented switch turns it off
+    assert not _core.huge_pages_enabled()
+    off, _, _ = K.gspmm("copy_lhs", "sum", indptr, torch.zeros(0, dtype=torch.int64), None, x, None)
+    assert torch.equal(off, out)
+    assert "hg" not in _vm_flags(off.data_ptr() + off.numel() * 4 // 2)
+
+
+def test_huge_page_advice_leaves_small_and_non_linux_buffers_alone(monkeypatch):
+    from mpgraph.ops._cpu import _core
+
+    assert not _core.advise_huge_pages(torch.empty(16))           # far below the threshold
+    monkeypatch.setattr(_core, "_MADVISE", [None])                # as on a system without madvise
+    assert not _core.huge_pages_enabled()
+    big = _core.empty_out((_core.HUGE_PAGE_MIN_BYTES // 4 + 1,), torch.float32)
+    assert big.shape == (_core.HUGE_PAGE_MIN_BYTES // 4 + 1,) and big.dtype == torch.float32
+    assert not _core.advise_huge_pages(big)

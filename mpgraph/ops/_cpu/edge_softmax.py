@@ -41,7 +41,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ._core import (SOURCE_HASH, acc_exp, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, element_ptr,
-                    index_view, kernel_view, load, num_threads, raw_get, run_parallel, stack_acc, store, to_acc)
+                    empty_out, index_view, kernel_view, load, num_threads, raw_get, run_parallel, stack_acc, store,
+                    to_acc)
 from ._layout import check_float, check_index, check_out_dtype, needs_fp64_pass
 
 
@@ -682,7 +683,7 @@ def edge_softmax_forward(indptr, eid, logits, *, out_dtype=None):
     check_out_dtype(out_dtype)
     if needs_fp64_pass(out_dtype, logits):
         return edge_softmax_forward(indptr, eid, logits, out_dtype=torch.float64).to(out_dtype)
-    out = torch.empty(logits.shape, dtype=out_dtype or logits.dtype)
+    out = empty_out(logits.shape, out_dtype or logits.dtype)
     E = logits.shape[0]
     H = int(np.prod(logits.shape[1:], dtype=np.int64))
     R = indptr.numel() - 1
@@ -728,7 +729,7 @@ def edge_softmax_backward(indptr, eid, out, grad_out, *, out_dtype=None):
     if needs_fp64_pass(out_dtype, out, grad_out):
         return edge_softmax_backward(indptr, eid, out, grad_out, out_dtype=torch.float64).to(out_dtype)
     dtype = out_dtype or torch.promote_types(out.dtype, grad_out.dtype)
-    grad = torch.empty(out.shape, dtype=dtype)
+    grad = empty_out(out.shape, dtype)
     E = out.shape[0]
     H = int(np.prod(out.shape[1:], dtype=np.int64))
     R = indptr.numel() - 1

@@ -36,8 +36,8 @@ from numba.extending import overload
 
 from ...precision import accum_dtype
 from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds,
-                    index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set, run_parallel,
-                    select, stack_acc, store, to_acc)
+                    empty_out, index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set,
+                    run_parallel, select, stack_acc, store, to_acc)
 from ._layout import check_float, check_index
 
 __all__ = ["scatter_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH"]
@@ -106,7 +106,7 @@ def scatter_winners(winner, coef, pos, rows, cols):
     R, F = coef.shape
     if pos is None and cols != F:
         raise ValueError(f"expected cols == F ({F}) when pos is None, got {cols}")
-    out = torch.zeros(rows * cols, dtype=accum_dtype(coef.dtype))
+    out = empty_out((rows * cols,), accum_dtype(coef.dtype)).zero_()
     if R == 0 or F == 0 or rows == 0:
         return out.reshape(rows, cols)
     identity = pos is None
@@ -242,7 +242,7 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     N_src, F = indptr.numel() - 1, grad.shape[1]
     # float64 accumulation whenever float64 is involved; the result is rounded once at the end
     work_dtype = torch.float64 if torch.float64 in (grad.dtype, out_dtype) else out_dtype
-    gx = torch.empty(max(N_src, 0), F, dtype=work_dtype)
+    gx = empty_out((max(N_src, 0), F), work_dtype)
     E = indices.numel()
     if N_src <= 0 or F == 0 or E == 0:
         return gx.zero_().to(out_dtype)
@@ -340,7 +340,7 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None):
                          f"{tuple(grad.shape)}, winners {tuple(winners.shape)}, eid "
                          f"{None if eid is None else eid.numel()}")
     F = grad.shape[1]
-    ge = torch.empty(E, F, dtype=out_dtype or grad.dtype)
+    ge = empty_out((E, F), out_dtype or grad.dtype)
     if E == 0 or F == 0:
         return ge
     indptr_np = index_view(indptr.contiguous())

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, chunk_bounds, index_view, kernel_view, load,
-                    num_threads, prefetch, raw_get, run_parallel, store)
+from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, chunk_bounds, empty_out, index_view,
+                    kernel_view, load, num_threads, prefetch, raw_get, run_parallel, store)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       leading_offsets, needs_fp64_pass)
 from ._ops import SDDMM_OPS, binop, is_dot, uses_lhs, uses_rhs
@@ -204,7 +204,7 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
     else:
         out_shape, layout, B, lhs_off, rhs_off = broadcast_layout(fl, fr)
         dtype = torch.promote_types(lhs.dtype, rhs.dtype)
-    out = torch.empty((E,) + tuple(out_shape), dtype=out_dtype or dtype)
+    out = empty_out((E,) + tuple(out_shape), out_dtype or dtype)
     F = int(np.prod(out_shape, dtype=np.int64))  # for dot: one output per leading index
     if E == 0 or F == 0:
         return out

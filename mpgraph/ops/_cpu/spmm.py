@@ -31,7 +31,7 @@ import torch
 from numba import njit, types
 from numba.extending import overload
 
-from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, index_view,
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, empty_out, index_view,
                     kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set, run_parallel, select,
                     stack_acc, stack_i32, store, to_acc)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
@@ -633,22 +633,22 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     else:
         out_shape, layout, B, lhs_off, rhs_off = broadcast_layout(tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
         dtype = torch.promote_types(lhs.dtype, rhs.dtype)
-    out = torch.empty((R,) + tuple(out_shape), dtype=out_dtype or dtype)
+    out = empty_out((R,) + tuple(out_shape), out_dtype or dtype)
     if need_arg not in (True, False, "slots"):
         raise ValueError(f"expected need_arg True, False or 'slots', got {need_arg!r}")
     track = reduce in ("max", "min") and bool(need_arg)
     slots = None
     if track and need_arg == "slots" and op in SLOT_OPS and layout == SAME and R > 0:
         narrow = slot_dtype(int((indptr[1:] - indptr[:-1]).max()), None)
-        slots = None if narrow is None else torch.empty(out.shape, dtype=narrow)
+        slots = None if narrow is None else empty_out(out.shape, narrow)
     if slots is not None:
         # one array of slots names the edge, so both ends (when the op has two) write the same values into it
         arg_lhs = slots if op != "copy_rhs" else None
         arg_rhs = slots if op != "copy_lhs" else None
     else:
         # winners as int32 when the ids fit: the forward writes and the backward reads half the bytes
-        arg_lhs = torch.empty(out.shape, dtype=winner_dtype(lhs.shape[0])) if track and op != "copy_rhs" else None
-        arg_rhs = torch.empty(out.shape, dtype=winner_dtype(rhs.shape[0])) if track and op != "copy_lhs" else None
+        arg_lhs = empty_out(out.shape, winner_dtype(lhs.shape[0])) if track and op != "copy_rhs" else None
+        arg_rhs = empty_out(out.shape, winner_dtype(rhs.shape[0])) if track and op != "copy_lhs" else None
     F = int(np.prod(out_shape, dtype=np.int64))
     if R == 0 or F == 0:
         return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)

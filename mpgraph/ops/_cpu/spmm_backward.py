@@ -33,7 +33,7 @@ import functools
 import torch
 from numba import njit
 
-from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, index_view,
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, empty_out, index_view,
                     kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc, store,
                     to_acc)
 from ._layout import check_float, check_index
@@ -176,7 +176,7 @@ def _permute(t, perm, gather, out=None):
     """Rows of ``t: (E, H)`` moved by ``perm``: ``t[perm]`` (gather) or ``out[perm] = t`` (scatter), into
     ``out`` when given (a buffer of ``t``'s shape and dtype that does not overlap ``t``)."""
     if out is None:
-        out = torch.empty(t.shape, dtype=t.dtype)
+        out = empty_out(t.shape, t.dtype)
     E, H = t.shape
     nthreads = min(num_threads(E * H), (E + COPY_CHUNK - 1) // COPY_CHUNK)
     run_parallel(_copy_kernel(), nthreads, kernel_view(out), kernel_view(t.contiguous()), index_view(perm), E, H,
@@ -242,7 +242,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, eid_inverse=None, prefetc
             or indptr.numel() != N_src + 1):
         raise ValueError(f"expected G (N_dst, {H}, {D}), w ({E}, {H}) and indptr of {N_src + 1} elements for x "
                          f"{tuple(x.shape)}, got G {tuple(G.shape)}, w {tuple(w.shape)}, indptr {indptr.numel()}")
-    gx = torch.empty(x.shape, dtype=x.dtype)
+    gx = empty_out(x.shape, x.dtype)
     if N_src == 0 or H * D == 0 or E == 0:
         return gx.zero_(), torch.zeros(w.shape, dtype=w.dtype)
     if eid is None:
@@ -254,7 +254,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, eid_inverse=None, prefetc
         w_slot = _permute(w, eid_inverse, gather=False)     # w_slot[eid_inverse[e]] = w[e]: random writes
     else:
         w_slot = _permute(w, eid, gather=True)              # w_slot[k] = w[eid[k]]: random reads
-    gw_slot = torch.empty(w.shape, dtype=w.dtype)
+    gw_slot = empty_out(w.shape, w.dtype)
     G_np = kernel_view(G.contiguous())
     indptr_np = index_view(indptr.contiguous())
     nthreads = num_threads(E * H * D)
