@@ -35,7 +35,7 @@ from mpgraph import ops  # noqa: E402
 
 from cpu_kernels import make_graph  # noqa: E402
 
-OPS = ("copy_u_sum", "copy_u_max", "u_mul_e_sum", "u_dot_v", "u_add_e_max", "copy_e_max")
+OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "u_add_e_max", "copy_e_max")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 SWITCH = "MPGRAPH_HUGE_PAGES"
 
@@ -50,6 +50,7 @@ def operands(op, N, E, D, dtype, gen):
 
     table = {
         "copy_u_sum": (ops.copy_u_sum, lambda: (node(),)),
+        "copy_u_mean": (ops.copy_u_mean, lambda: (node(),)),
         "copy_u_max": (ops.copy_u_max, lambda: (node(),)),
         "u_mul_e_sum": (ops.u_mul_e_sum, lambda: (node(), edge(1))),
         "u_dot_v": (ops.u_dot_v, lambda: (node(), node())),

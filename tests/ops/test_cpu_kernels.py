@@ -614,6 +614,8 @@ def test_spmm_slot_winners(max_in, slot, reduce):
     out_ids, ids, _ = K.gspmm("copy_lhs", reduce, indptr, indices, eid, x, None, need_arg=True)
     out, slots, none = K.gspmm("copy_lhs", reduce, indptr, indices, eid, x, None, need_arg="slots")
     assert none is None and slots.dtype == slot and torch.equal(out, out_ids)
+    told = K.gspmm("copy_lhs", reduce, indptr, indices, eid, x, None, need_arg="slots", max_row=max_in)
+    assert torch.equal(told[0], out) and torch.equal(told[1], slots)      # a cached widest row: same slots
     if slot == torch.int32:
         assert torch.equal(slots, ids)
         return

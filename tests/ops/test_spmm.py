@@ -306,6 +306,8 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype):
                 ops.gspmm(index, op, reduce, *leaves).backward(g)
             grads[name] = [t.grad for t in leaves if t is not None]
         monkeypatch.setattr(spmm_module, "SLOT_OPS", slot_ops)
+        # the slots' width came from the widest row, computed once per graph and kept with it
+        assert index.cached("cpu.max_in_degree", lambda: -1) == int(index.in_degrees().max())
         for mine, ids, ref in zip(grads["cpu"], grads["cpu ids"], grads["reference"]):
             if dtype == torch.bfloat16:
                 # the same winners as the CPU's id path; the reference may break ties among rounded messages

@@ -94,10 +94,14 @@ def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
     from .spmm import gspmm
 
     indptr, src, eid = _csc(index)
+    longest = None
+    if need_arg == "slots" and reduce in ("max", "min") and indptr.numel() > 1:
+        # the widest row picks the slots' width: one O(N) pass per graph, not per call
+        longest = index.cached("cpu.max_in_degree", lambda: int((indptr[1:] - indptr[:-1]).max()))
     out, arg_u, arg_e = gspmm(op, reduce, indptr, None if op == "copy_rhs" else src, eid,
                               _nd(lhs, bcast.lhs_shape) if op != "copy_rhs" else None,
                               _nd(rhs, bcast.rhs_shape) if op != "copy_lhs" else None,
-                              out_dtype=out_dtype, need_arg=need_arg)
+                              out_dtype=out_dtype, need_arg=need_arg, max_row=longest)
     N_dst, F = index.num_dst, bcast.F
     arg_u = None if arg_u is None else arg_u.view(N_dst, F)
     arg_e = None if arg_e is None else arg_e.view(N_dst, F)

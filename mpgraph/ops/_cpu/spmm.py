@@ -533,7 +533,8 @@ def slot_dtype(max_row, otherwise):
     return otherwise
 
 
-def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None):
+def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None,
+          max_row=None):
     """Generalised SpMM over the rows of a compressed structure, on raw tensors.
 
     .. math::
@@ -575,6 +576,9 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         (:func:`.scatter.gather_winners`, :func:`.scatter.edge_winners`).
     prefetch_distance : int, optional
         Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
+    max_row : int, optional
+        The largest row length, ``max(indptr[r + 1] - indptr[r])``, when the caller has it cached (it picks
+        the width of slot winners); computed from ``indptr`` otherwise. Trusted, like the structure.
 
     Returns
     -------
@@ -622,7 +626,7 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     check_out_dtype(out_dtype)
     if needs_fp64_pass(out_dtype, lhs, rhs):
         out, arg_lhs, arg_rhs = gspmm(op, reduce, indptr, indices, eid, lhs, rhs, out_dtype=torch.float64,
-                                      need_arg=need_arg, prefetch_distance=prefetch_distance)
+                                      need_arg=need_arg, prefetch_distance=prefetch_distance, max_row=max_row)
         return out.to(out_dtype), arg_lhs, arg_rhs
     lhs_off = rhs_off = None
     layout, B = SAME, 1
@@ -639,7 +643,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     track = reduce in ("max", "min") and bool(need_arg)
     slots = None
     if track and need_arg == "slots" and op in SLOT_OPS and layout == SAME and R > 0:
-        narrow = slot_dtype(int((indptr[1:] - indptr[:-1]).max()), None)
+        longest = int((indptr[1:] - indptr[:-1]).max()) if max_row is None else int(max_row)
+        narrow = slot_dtype(longest, None)
         slots = None if narrow is None else empty_out(out.shape, narrow)
     if slots is not None:
         # one array of slots names the edge, so both ends (when the op has two) write the same values into it
