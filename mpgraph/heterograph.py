@@ -1419,7 +1419,7 @@ def _spmm_accumulated(index, op, reduce_op, lhs, rhs):
     what gspmm rounds to the output dtype (float32 for 16-bit operands).
     """
     from .ops._checks import check_feature
-    from .ops.spmm import _gspmm
+    from .ops.spmm import gspmm_validated
     if op == "copy_lhs":
         rhs = None
     if op == "copy_rhs":
@@ -1433,7 +1433,7 @@ def _spmm_accumulated(index, op, reduce_op, lhs, rhs):
         lhs, rhs = autocast_cast(amp, lhs, rhs)
     dtype = result_dtype(lhs, rhs)
     with autocast_disabled(index.device.type):
-        return _gspmm(index, op, reduce_op, lhs, rhs, accum_dtype(dtype)), dtype
+        return gspmm_validated(index, op, reduce_op, lhs, rhs, accum_dtype(dtype)), dtype
 
 
 def _reduce_accumulated(index, frames, msg, reduce_op):

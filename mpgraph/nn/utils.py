@@ -18,7 +18,7 @@ from torch import nn
 from .._index import as_index
 from ..base import DGLError, DGLTypeError
 from .. import ops
-from ..precision import _scale_rows, accum_dtype, autocast_dtype, is_float_dtype
+from ..precision import accum_dtype, autocast_dtype, is_float_dtype, rowwise_scale
 
 __all__ = [
     "expand_as_pair",
@@ -196,12 +196,12 @@ class _ScaleRows(torch.autograd.Function):
     def forward(ctx, x, s, dtype):
         ctx.save_for_backward(s)
         ctx.x_dtype = x.dtype
-        return _scale_rows(x, s, dtype)
+        return rowwise_scale(x, s, dtype)
 
     @staticmethod
     def backward(ctx, grad):
         (s,) = ctx.saved_tensors
-        return _scale_rows(grad, s, ctx.x_dtype), None, None
+        return rowwise_scale(grad, s, ctx.x_dtype), None, None
 
 
 def scale_rows(x, norm, dtype=None):

@@ -133,6 +133,6 @@ class EdgeSoftmax(torch.autograd.Function):
         acc = torch.promote_types(accum_dtype(y.dtype), accum_dtype(ctx.logits_dtype))
         g, y = grad_out.to(acc), y.to(acc)
         gy = g * y
-        s = _spmm_module._gspmm(index, "copy_rhs", "sum", None, gy, acc)          # [N_dst, F]
+        s = _spmm_module.gspmm_validated(index, "copy_rhs", "sum", None, gy, acc)          # [N_dst, F]
         grad = gy - y * s.index_select(0, index.dst64)
         return None, None, grad.to(ctx.logits_dtype)

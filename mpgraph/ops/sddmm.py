@@ -159,7 +159,7 @@ def _scatter(index, t_e, target, out_dtype):
     if target == "e":
         return t_e.to(out_dtype)
     group = index if target == "v" else reversed_index(index)
-    return _spmm_module._gspmm(group, "copy_rhs", "sum", None, t_e, out_dtype)
+    return _spmm_module.gspmm_validated(group, "copy_rhs", "sum", None, t_e, out_dtype)
 
 
 def _operand_grad(index, op, G, x, x_target, other, other_target, is_lhs, bcast):
@@ -183,7 +183,7 @@ def _operand_grad(index, op, G, x, x_target, other, other_target, is_lhs, bcast)
             factor = 1.0 / other.to(accum_dtype(other.dtype))
         if other_target == opposite:
             group = index if x_target == "v" else reversed_index(index)
-            t = _spmm_module._gspmm(group, "mul", "sum", factor, G, odt)
+            t = _spmm_module.gspmm_validated(group, "mul", "sum", factor, G, odt)
         else:
             t_e = _gsddmm(index, "mul", G, factor, "e", other_target, acc)
             t = _scatter(index, t_e, x_target, odt)

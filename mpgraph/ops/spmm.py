@@ -3,7 +3,8 @@
 import torch
 
 from .._index import as_index
-from ..precision import _scale_rows, accum_dtype, autocast_cast, autocast_disabled, autocast_dtype, result_dtype
+from ..precision import (accum_dtype, autocast_cast, autocast_disabled, autocast_dtype, result_dtype,
+                         rowwise_scale)
 from . import _dispatch
 from . import sddmm as _sddmm_module
 from ._broadcast import infer_bcast, sum_to_shape
@@ -99,13 +100,13 @@ def gspmm(g, op, reduce_op, lhs_data, rhs_data):
         check_feature("rhs_data", rhs_data, index.num_edges, "edges", index.device, "gspmm")
     amp = autocast_dtype(index.device.type)
     if amp is None:
-        return _gspmm(index, op, reduce_op, lhs_data, rhs_data)
+        return gspmm_validated(index, op, reduce_op, lhs_data, rhs_data)
     lhs_data, rhs_data = autocast_cast(amp, lhs_data, rhs_data)
     with autocast_disabled(index.device.type):
-        return _gspmm(index, op, reduce_op, lhs_data, rhs_data)
+        return gspmm_validated(index, op, reduce_op, lhs_data, rhs_data)
 
 
-def _gspmm(index, op, reduce_op, lhs, rhs, out_dtype=None):
+def gspmm_validated(index, op, reduce_op, lhs, rhs, out_dtype=None):
     """gSpMM on validated operands (no autocast); ``out_dtype`` defaults to the promoted dtype."""
     dtype = result_dtype(lhs, rhs)
     lhs = None if lhs is None else lhs.to(dtype)
@@ -168,7 +169,7 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
         if _double_backward(G):
             G = (G.to(accum_dtype(G.dtype)) / deg).to(scaled_dtype)
         else:
-            G = _scale_rows(G, deg, scaled_dtype, divide=True)
+            G = rowwise_scale(G, deg, scaled_dtype, divide=True)
     fusable = op == "mul" and need_lhs and need_rhs and G.dtype == lhs.dtype and not _double_backward(G, lhs, rhs)
     heads = _weight_heads(bcast) if fusable else None
     if heads is not None:
@@ -185,9 +186,9 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
         odt = accum_dtype(lhs.dtype) if broadcast else lhs.dtype
         rev = reversed_index(index)
         if op in ("copy_lhs", "add", "sub"):
-            t = _gspmm(rev, "copy_lhs", "sum", G, None, odt)
+            t = gspmm_validated(rev, "copy_lhs", "sum", G, None, odt)
         else:  # mul, div: G[v] * rhs[e] or G[v] / rhs[e]
-            t = _gspmm(rev, op, "sum", G, rhs_nd, odt)
+            t = gspmm_validated(rev, op, "sum", G, rhs_nd, odt)
         grad_lhs = sum_to_shape(t, bcast.lhs_shape).to(lhs.dtype).reshape(N_src, bcast.L)
     if need_rhs:
         broadcast = bcast.rhs_shape != out_shape

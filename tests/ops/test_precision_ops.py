@@ -190,7 +190,7 @@ def test_output_dtype_is_input_dtype():
     (torch.bfloat16, torch.float32, torch.bfloat16), (torch.float16, torch.float32, torch.float32),
     (torch.float32, torch.float32, torch.bfloat16), (torch.bfloat16, torch.float64, torch.bfloat16),
     (torch.float32, torch.float32, torch.float32)], ids=["bf16", "f16-to-f32", "f32-to-bf16", "bf16-f64", "f32"])
-def test_scale_rows_matches_torch_bit_for_bit(monkeypatch, divide, x_dtype, s_dtype, out_dtype):
+def test_rowwise_scale_matches_torch_bit_for_bit(monkeypatch, divide, x_dtype, s_dtype, out_dtype):
     """The chunked row scaling (mean backward, GraphConv norms) gives exactly torch's mixed-dtype result,
     across chunk boundaries (7 rows per chunk: 10 chunks, a short last one)."""
     from mpgraph import precision
@@ -199,7 +199,7 @@ def test_scale_rows_matches_torch_bit_for_bit(monkeypatch, divide, x_dtype, s_dt
     gen = torch.Generator().manual_seed(4)
     x = (torch.randn(67, 3, 2, generator=gen) * 100).to(x_dtype)
     s = torch.randint(1, 1000, (67, 1, 1), generator=gen).to(s_dtype)
-    got = precision._scale_rows(x, s, out_dtype, divide=divide)
+    got = precision.rowwise_scale(x, s, out_dtype, divide=divide)
     expected = torch.empty(x.shape, dtype=out_dtype)
     (torch.div if divide else torch.mul)(x, s, out=expected)
     assert got.dtype == out_dtype and torch.equal(got, expected)
