@@ -17,6 +17,7 @@ Usage::
 
     python benchmarks/huge_pages.py --graph uniform --dims 64 --rounds 7
     python benchmarks/huge_pages.py --graph large --dims 128 --ops copy_u_sum,copy_u_max --rounds 5
+    python benchmarks/huge_pages.py --graph large --dims 4 --ops edge_softmax     # D is the heads here
 """
 
 import argparse
@@ -35,7 +36,8 @@ from mpgraph import ops  # noqa: E402
 
 from cpu_kernels import make_graph  # noqa: E402
 
-OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "u_add_e_max", "copy_e_max")
+OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "u_add_e_max", "copy_e_max",
+       "edge_softmax")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 SWITCH = "MPGRAPH_HUGE_PAGES"
 
@@ -56,6 +58,7 @@ def operands(op, N, E, D, dtype, gen):
         "u_dot_v": (ops.u_dot_v, lambda: (node(), node())),
         "u_add_e_max": (ops.u_add_e_max, lambda: (node(), edge(D))),
         "copy_e_max": (ops.copy_e_max, lambda: (edge(D),)),
+        "edge_softmax": (mpgraph.nn.functional.edge_softmax, lambda: (edge(D).unsqueeze(-1),)),  # D heads
     }
     fn, make = table[op]
     return fn, make()
