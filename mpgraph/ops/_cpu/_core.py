@@ -27,6 +27,7 @@ the callers' loops vectorise; indices are trusted.
 
 import ctypes
 import hashlib
+import mmap
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -529,8 +530,9 @@ def advise_huge_pages(t):
     nbytes = t.numel() * t.element_size()
     if nbytes < HUGE_PAGE_MIN_BYTES or t.device.type != "cpu" or not huge_pages_enabled():
         return False
-    start = (t.data_ptr() + 4095) & ~4095
-    end = (t.data_ptr() + nbytes) & ~4095
+    page = mmap.PAGESIZE   # madvise wants page-aligned bounds (4 KiB on x86, up to 64 KiB on arm64)
+    start = -(-t.data_ptr() // page) * page
+    end = (t.data_ptr() + nbytes) // page * page
     return end > start and _madvise()(start, end - start, _MADV_HUGEPAGE) == 0
 
 
