@@ -116,8 +116,9 @@ def rowwise_scale(x, s, out_dtype, divide=False):
     ----------
     x : Tensor ``(N, *F)``
         Rows to scale, any float dtype.
-    s : Tensor ``(N,)`` or ``(N, 1, ...)``
-        One factor per row, broadcast over the other dimensions (float32 degrees, say).
+    s : Tensor ``(N, 1, ...)``
+        One factor per row, with ``x``'s number of dimensions so that it broadcasts over the others
+        (float32 degrees, say).
     out_dtype : torch.dtype
         Dtype of the result.
     divide : bool, default False

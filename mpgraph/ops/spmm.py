@@ -290,7 +290,7 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
             if need_rhs:
                 grad_rhs = _dispatch.edge_winners(index, grad_out, arg_u, rhs.dtype)
                 if op == "sub":
-                    grad_rhs = -grad_rhs
+                    grad_rhs.neg_()     # a fresh (E, F) tensor: negated where it is, not copied
             return grad_lhs, grad_rhs
         from ._reference import slot_winner_ids
         # the differentiable scatter below takes ids: the source and the edge of each winning slot

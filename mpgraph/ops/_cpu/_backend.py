@@ -177,10 +177,9 @@ def _csr_slots(index, dtype):
     """For each slot of ``index.csr()``, its edge's offset within the destination's in-edges (``index.csc()``
     order), in ``dtype``: what a max/min forward records as the slot winner when that edge wins. Cached."""
     def build():
-        indptr_c, _, eid_c = index.csc()
+        indptr_c = index.csc()[0]
         _, dst_r, eid_r = index.csr()
-        pos = _inverse(eid_c)                                           # edge id -> its csc slot
-        return (pos[eid_r] - indptr_c[dst_r]).to(dtype)
+        return (_eid_inverse(index)[eid_r] - indptr_c[dst_r]).to(dtype)  # edge id -> its csc slot -> offset
     return index.cached(f"cpu.csr_slots.{dtype}", build)
 
 
@@ -196,10 +195,15 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads):
     indptr, src, eid = _csc(index)
     H = heads
     D = grad.shape[1] // H
-    inverse = None if eid is None else index.cached("cpu.eid_inverse", lambda: _inverse(eid))
+    inverse = None if eid is None else _eid_inverse(index)
     grad_lhs, grad_rhs = mul_sum_backward(indptr, src, eid, grad.view(-1, H, D), lhs.view(-1, H, D), rhs,
                                           eid_inverse=inverse)
     return grad_lhs.view(index.num_dst, H * D), grad_rhs
+
+
+def _eid_inverse(index):
+    """The csc slot of each edge id (the inverse of ``index.csc()``'s edge ids), built once per graph."""
+    return index.cached("cpu.eid_inverse", lambda: _inverse(index.csc()[2]))
 
 
 def _inverse(perm):

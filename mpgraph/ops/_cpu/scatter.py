@@ -38,7 +38,7 @@ from ...precision import accum_dtype
 from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds,
                     empty_out, index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set,
                     run_parallel, select, stack_acc, store, to_acc)
-from ._layout import check_float, check_index
+from ._layout import check_float, check_index, check_out_dtype
 
 __all__ = ["scatter_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH"]
 
@@ -231,8 +231,7 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     if winners.dtype not in (torch.uint8, torch.int16) or slot_of.dtype != winners.dtype:
         raise TypeError(f"expected uint8 or int16 slot winners and slot_of of one dtype, got {winners.dtype} and "
                         f"{slot_of.dtype}")
-    if out_dtype is not None and out_dtype not in FLOAT_DTYPES:
-        raise TypeError(f"expected out_dtype in {FLOAT_DTYPES} or None, got {out_dtype}")
+    check_out_dtype(out_dtype)
     if (grad.dim() != 2 or winners.shape != grad.shape or slot_of.dim() != 1
             or slot_of.numel() != indices.numel()):
         raise ValueError(f"expected grad (N_dst, F), winners of its shape and slot_of of indices' {indices.numel()} "
@@ -330,8 +329,7 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None):
     check_float("grad", grad, min_dim=2)
     if winners.dtype not in (torch.uint8, torch.int16):
         raise TypeError(f"expected uint8 or int16 slot winners, got {winners.dtype}")
-    if out_dtype is not None and out_dtype not in FLOAT_DTYPES:
-        raise TypeError(f"expected out_dtype in {FLOAT_DTYPES} or None, got {out_dtype}")
+    check_out_dtype(out_dtype)
     R = indptr.numel() - 1
     E = int(indptr[-1]) if R >= 0 else 0
     if (grad.dim() != 2 or winners.shape != grad.shape or grad.shape[0] != R
