@@ -3,9 +3,11 @@
 mpgraph's CPU kernels advise their outputs of 32 MiB or more as transparent huge pages
 (``MPGRAPH_HUGE_PAGES``, read at every call; see docs/performance.rst). This times the public ops
 forward and forward+backward with the advice on and off, alternating the two settings call by call
-in the same process, so a busy machine slows both alike. Besides the wall-clock medians it reports the
-process CPU time (all threads) of each call, which time stolen by other virtual machines on the host
-does not inflate.
+in the same process, so a busy machine slows both alike. The CPU buffer cache is off while it runs
+(``MPGRAPH_CPU_CACHE_MB=0``): a reused buffer takes no page faults at all, so with the cache the
+advice would only be timed on the first call (``benchmarks/buffer_cache.py`` times the cache).
+Besides the wall-clock medians it reports the process CPU time (all threads) of each call, which time
+stolen by other virtual machines on the host does not inflate.
 
 One JSON line per op x dtype::
 
@@ -40,6 +42,7 @@ OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "u_a
        "edge_softmax")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 SWITCH = "MPGRAPH_HUGE_PAGES"
+CACHE = "MPGRAPH_CPU_CACHE_MB"
 
 
 def operands(op, N, E, D, dtype, gen):
@@ -83,6 +86,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=7)
     args = p.parse_args(argv)
     before = os.environ.get(SWITCH)
+    before_cache = os.environ.get(CACHE)
+    os.environ[CACHE] = "0"
     data = make_graph(args.graph)
     g = mpgraph.graph((data["src"], data["dst"]), num_nodes=data["N"])
     try:
@@ -112,10 +117,11 @@ def main(argv=None):
                                            for k in ("fwd", "fwdbwd")}
                     print(json.dumps(line), flush=True)
     finally:
-        if before is None:
-            os.environ.pop(SWITCH, None)
-        else:
-            os.environ[SWITCH] = before
+        for name, value in ((SWITCH, before), (CACHE, before_cache)):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 if __name__ == "__main__":

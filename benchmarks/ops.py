@@ -153,6 +153,7 @@ def _peak_extra_mb(fn):
     from mpgraph.cli.memory import PeakMemory
 
     gc.collect()
+    ops.empty_cpu_cache()   # buffers cached by earlier calls would be resident already and go uncounted
     with PeakMemory("cpu") as mem:
         fn()
     return round(mem.peak_bytes / 2**20, 1)

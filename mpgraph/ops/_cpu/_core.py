@@ -27,6 +27,7 @@ the callers' loops vectorise; indices are trusted.
 
 import ctypes
 import hashlib
+import math
 import mmap
 import os
 import sys
@@ -39,6 +40,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
+
+from . import _buffers
 
 # ----------------------------------------------------------------------------
 # intrinsics: raw element access, bit casts, half conversion, prefetch
@@ -527,17 +530,33 @@ def advise_huge_pages(t):
     every allocation, given here to the kernels' large outputs only. It is a hint: where Linux has
     transparent huge pages off, or the call fails, nothing changes.
     """
-    nbytes = t.numel() * t.element_size()
-    if nbytes < HUGE_PAGE_MIN_BYTES or t.device.type != "cpu" or not huge_pages_enabled():
+    if t.device.type != "cpu":
+        return False
+    return _advise_range(t.data_ptr(), t.numel() * t.element_size())
+
+
+def _advise_range(ptr, nbytes):
+    """:func:`advise_huge_pages` on the bytes ``[ptr, ptr + nbytes)``."""
+    if nbytes < HUGE_PAGE_MIN_BYTES or not huge_pages_enabled():
         return False
     page = mmap.PAGESIZE   # madvise wants page-aligned bounds (4 KiB on x86, up to 64 KiB on arm64)
-    start = -(-t.data_ptr() // page) * page
-    end = (t.data_ptr() + nbytes) // page * page
+    start = -(-ptr // page) * page
+    end = (ptr + nbytes) // page * page
     return end > start and _madvise()(start, end - start, _MADV_HUGEPAGE) == 0
 
 
 def empty_out(shape, dtype):
-    """``torch.empty(shape, dtype=dtype)`` for a kernel's output, advised as huge pages when large."""
+    """``torch.empty(shape, dtype=dtype)`` for a kernel's output, advised as huge pages when large.
+
+    Outputs of :data:`._buffers.CACHE_MIN_BYTES` or more are set on a block of the CPU buffer cache
+    (:mod:`._buffers`), reused from an earlier output no tensor holds any more when one of the same size is
+    free: no page faults and no zeroing by the kernel on the second and later calls.
+    """
+    shape = tuple(int(s) for s in shape)
+    nbytes = math.prod(shape) * dtype.itemsize
+    block = _buffers.take(nbytes, on_new=lambda b: _advise_range(b.data_ptr(), b.nbytes()))
+    if block is not None:
+        return torch.empty(0, dtype=dtype).set_(block, 0, shape)
     t = torch.empty(shape, dtype=dtype)
     advise_huge_pages(t)
     return t

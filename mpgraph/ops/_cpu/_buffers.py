@@ -1,0 +1,163 @@
+"""A bounded cache of large output buffers for the CPU kernels, reused once no tensor holds them.
+
+Why: glibc serves every allocation above 32 MiB from fresh pages and unmaps it on free, so a kernel's
+large output costs, on every call, a page fault per page and the kernel's zeroing of each page before
+the kernel writes it. A training loop asks for the same sizes every step (the forward's ``(N, D)``
+result, the ``(E, D)`` gradient of an edge operand), so the pages of the last step can serve the next:
+a 2M x 64 float32 max/min edge gradient took 20 ms into a reused buffer against 58 ms into a fresh one
+(``benchmarks/buffer_cache.py`` measures it).
+
+How: a block is a ``torch.UntypedStorage`` kept in :data:`_BLOCKS`. An output of at least
+:data:`CACHE_MIN_BYTES` is a tensor *set on* a block (``Tensor.set_``: not a view, so autograd and
+in-place ops treat it as any fresh tensor). A block is free again when nothing but the cache holds its
+storage: its C++ use count is back to the one reference of its Python object (tensors, their views and
+``numpy()`` arrays each hold one more), and that Python object (which ``untyped_storage()`` of any of
+its tensors returns) has no more Python references than when the block was made. So no memory anyone
+can still reach is handed out twice. Blocks are matched by exact size
+(rounded up to 2 MiB), the way a training loop repeats its shapes.
+
+Bounds: every block the cache holds, in use or free, counts against :func:`limit_bytes`
+(``MPGRAPH_CPU_CACHE_MB``, read at every call; default the smaller of 2048 MiB and an eighth of the
+machine's memory; ``0`` turns the cache off). An allocation that does not fit evicts free blocks, oldest
+first; if it still does not fit it is a plain ``torch.empty`` the cache does not keep. So the memory the
+cache keeps that no tensor uses is at most the limit. :func:`empty_cache` hands all free blocks back.
+"""
+
+import os
+import sys
+import threading
+
+import torch
+
+__all__ = ["CACHE_MIN_BYTES", "limit_bytes", "take", "empty_cache", "cache_info"]
+
+#: outputs at least this large come from the cache (glibc's largest mmap threshold: smaller ones are
+#: recycled by malloc itself)
+CACHE_MIN_BYTES = 32 << 20
+#: block sizes are rounded up to this (one huge page), so near sizes share blocks
+BLOCK_ROUND = 2 << 20
+#: the default limit, MiB, before the memory cap below
+DEFAULT_LIMIT_MB = 2048
+ENV = "MPGRAPH_CPU_CACHE_MB"
+
+_use_count = getattr(torch._C, "_storage_Use_Count", None)   # missing: the cache stays off
+_LOCK = threading.Lock()
+_BLOCKS = []         # _Block, least recently handed out first
+_STATS = {"hits": 0, "misses": 0, "bypassed": 0}
+
+
+def _reset_after_fork():
+    """A forked child starts with an empty cache and a fresh lock (another thread may have held it)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    _BLOCKS.clear()
+    for k in _STATS:
+        _STATS[k] = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _default_limit_bytes():
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    limit = DEFAULT_LIMIT_MB << 20
+    return min(limit, total // 8) if total > 0 else limit
+
+
+def limit_bytes():
+    """The cache's limit in bytes: ``MPGRAPH_CPU_CACHE_MB`` MiB, or the default; 0 when it is off.
+
+    Raises
+    ------
+    ValueError
+        ``MPGRAPH_CPU_CACHE_MB`` is set to something other than a whole number of MiB >= 0.
+    """
+    raw = os.environ.get(ENV)
+    if raw is None or raw.strip() == "":
+        return _default_limit_bytes() if _use_count is not None else 0
+    try:
+        mb = int(raw)
+    except ValueError:
+        mb = -1
+    if mb < 0:
+        raise ValueError(f"{ENV} must be a whole number of MiB >= 0 (0 turns the CPU buffer cache off), got {raw!r}")
+    return (mb << 20) if _use_count is not None else 0
+
+
+class _Block:
+    """One cached buffer: its storage, and the Python references the storage has when nobody else holds it."""
+
+    __slots__ = ("storage", "idle_refs")
+
+    def __init__(self, size):
+        self.storage = torch.UntypedStorage(size)
+        self.idle_refs = _refs(self)      # measured by the same code as later checks, before anyone has it
+
+    def nbytes(self):
+        return self.storage.nbytes()
+
+
+def _refs(block):
+    storage = block.storage
+    return sys.getrefcount(storage)
+
+
+def _free(block):
+    """Whether nothing but the cache reaches the block's memory."""
+    return _use_count(block.storage._cdata) == 1 and _refs(block) == block.idle_refs
+
+
+def take(nbytes, on_new=None):
+    """A storage of at least ``nbytes`` bytes from the cache, or None when the caller should allocate itself.
+
+    ``on_new(storage)`` runs on a block the first time it is made (the huge-page advice), before any write.
+    """
+    limit = limit_bytes()
+    size = -(-nbytes // BLOCK_ROUND) * BLOCK_ROUND
+    if nbytes < CACHE_MIN_BYTES or size > limit:
+        return None
+    with _LOCK:
+        for i, block in enumerate(_BLOCKS):
+            if block.nbytes() == size and _free(block):
+                _BLOCKS.append(_BLOCKS.pop(i))      # most recently used last
+                _STATS["hits"] += 1
+                return block.storage
+        held = sum(b.nbytes() for b in _BLOCKS)
+        i = 0
+        while held + size > limit and i < len(_BLOCKS):
+            if _free(_BLOCKS[i]):
+                held -= _BLOCKS.pop(i).nbytes()
+            else:
+                i += 1
+        if held + size > limit:
+            _STATS["bypassed"] += 1
+            return None
+        block = _Block(size)
+        if on_new is not None:
+            on_new(block.storage)
+        _BLOCKS.append(block)
+        _STATS["misses"] += 1
+        return block.storage
+
+
+def empty_cache():
+    """Hand every free block back to the system; returns the bytes released. Blocks in use stay."""
+    with _LOCK:
+        keep = [b for b in _BLOCKS if not _free(b)]
+        released = sum(b.nbytes() for b in _BLOCKS) - sum(b.nbytes() for b in keep)
+        _BLOCKS[:] = keep
+    return released
+
+
+def cache_info():
+    """The cache's state: ``limit_bytes``, ``held_bytes`` (all blocks), ``free_bytes`` (blocks no tensor
+    uses), ``blocks``, and the counts ``hits`` (a free block reused), ``misses`` (a block made) and
+    ``bypassed`` (a large output allocated outside the cache because it would pass the limit)."""
+    with _LOCK:
+        held = sum(b.nbytes() for b in _BLOCKS)
+        free = sum(b.nbytes() for b in _BLOCKS if _free(b))
+        return dict(limit_bytes=limit_bytes(), held_bytes=held, free_bytes=free, blocks=len(_BLOCKS), **_STATS)

@@ -1,0 +1,174 @@
+"""The CPU buffer cache of large kernel outputs (mpgraph/ops/_cpu/_buffers.py)."""
+
+import gc
+import threading
+
+import pytest
+import torch
+
+import mpgraph
+from mpgraph.ops._cpu import _buffers
+
+MIN = _buffers.CACHE_MIN_BYTES
+BIG = (MIN // 4 + 1024,)          # float32 elements just above the cache's threshold
+
+
+@pytest.fixture
+def cache(monkeypatch):
+    """An empty cache with a 256 MiB limit; emptied again afterwards."""
+    monkeypatch.setenv(_buffers.ENV, "256")
+    gc.collect()
+    _buffers.empty_cache()
+    assert _buffers.cache_info()["blocks"] == 0, "an earlier test still holds a cached output"
+    for k in ("hits", "misses", "bypassed"):
+        monkeypatch.setitem(_buffers._STATS, k, 0)
+    yield _buffers
+    _buffers.empty_cache()
+
+
+def _empty(shape, dtype=torch.float32):
+    from mpgraph.ops._cpu import _core
+    return _core.empty_out(shape, dtype)
+
+
+def test_a_freed_output_is_reused_and_a_live_one_never(cache):
+    a = _empty(BIG)
+    ptr = a.data_ptr()
+    b = _empty(BIG)                                   # a is alive: another block
+    assert b.data_ptr() != ptr
+    del a
+    c = _empty(BIG)                                   # a's block is free again
+    assert c.data_ptr() == ptr
+    info = cache.cache_info()
+    assert info["hits"] == 1 and info["misses"] == 2 and info["blocks"] == 2 and info["free_bytes"] == 0
+    c.fill_(3.0)
+    assert b.data_ptr() != c.data_ptr() and float(c[-1]) == 3.0
+
+
+@pytest.mark.parametrize("holder", ["view", "numpy", "storage"])
+def test_a_block_is_not_handed_out_while_anything_reaches_its_memory(cache, holder):
+    a = _empty(BIG)
+    ptr = a.data_ptr()
+    if holder == "view":
+        keep = a[10:20]
+    elif holder == "numpy":
+        keep = a.numpy()
+    else:
+        keep = a.untyped_storage()
+    del a
+    b = _empty(BIG)
+    assert b.data_ptr() != ptr
+    del keep, b
+    assert _empty(BIG).data_ptr() == ptr              # free once nothing reaches it (oldest block first)
+
+
+def test_outputs_are_plain_tensors(cache):
+    a = _empty((MIN // 128 + 8, 64), torch.bfloat16)
+    assert a._base is None and a.is_contiguous() and a.shape == (MIN // 128 + 8, 64) and a.dtype == torch.bfloat16
+    a.requires_grad_(True)
+    (a.float() * 2).sum().backward()                   # autograd treats it as any leaf
+    assert torch.equal(a.grad, torch.full_like(a, 2))
+    del a
+    b = _empty((MIN // 128 + 8, 64), torch.bfloat16)   # reused for the same dtype and shape...
+    c = _empty((MIN // 8 + 256,), torch.float64)        # ...and a float64 output of the same rounded size
+    assert cache.cache_info()["hits"] == 1
+    c.zero_()
+    assert not c.any() and b.shape == (MIN // 128 + 8, 64)
+
+
+def test_the_limit_evicts_free_blocks_and_bypasses_when_full(cache, monkeypatch):
+    monkeypatch.setenv(_buffers.ENV, "100")           # room for two 34 MiB blocks, not three
+    a, b = _empty(BIG), _empty(BIG)
+    c = _empty(BIG)                                   # both blocks in use: allocated outside the cache
+    info = cache.cache_info()
+    assert info["bypassed"] == 1 and info["blocks"] == 2 and info["held_bytes"] <= 100 << 20
+    del a, c
+    d = _empty((MIN // 4 + (4 << 20),))               # another size: a's free block is evicted for it
+    info = cache.cache_info()
+    assert info["blocks"] == 2 and info["held_bytes"] <= 100 << 20 and info["bypassed"] == 1
+    assert d.numel() == MIN // 4 + (4 << 20) and b.numel() == BIG[0]
+
+
+def test_zero_turns_the_cache_off_and_small_outputs_never_use_it(cache, monkeypatch):
+    _empty((1000,))
+    assert cache.cache_info()["blocks"] == 0
+    monkeypatch.setenv(_buffers.ENV, "0")
+    a = _empty(BIG)
+    del a
+    assert cache.cache_info()["blocks"] == 0 and cache.cache_info()["limit_bytes"] == 0
+    b = _empty(BIG)
+    assert cache.cache_info()["blocks"] == 0
+    b.resize_(BIG[0] * 2)                              # an ordinary torch.empty: resizable
+    assert b.numel() == 2 * BIG[0]
+
+
+def test_empty_cache_releases_free_blocks_only(cache):
+    a, b = _empty(BIG), _empty(BIG)
+    del a
+    one = cache.cache_info()["free_bytes"]
+    assert one >= BIG[0] * 4 and cache.empty_cache() == one
+    info = cache.cache_info()
+    assert info["blocks"] == 1 and info["free_bytes"] == 0
+    b.fill_(1.0)
+    assert float(b.sum()) == BIG[0]
+    assert mpgraph.ops.cpu_cache_info()["blocks"] == 1
+    del b
+    assert mpgraph.ops.empty_cpu_cache() > 0 and cache.cache_info()["blocks"] == 0
+
+
+@pytest.mark.parametrize("raw", ["-1", "lots", "1.5"])
+def test_a_bad_limit_is_a_clear_error(monkeypatch, raw):
+    monkeypatch.setenv(_buffers.ENV, raw)
+    with pytest.raises(ValueError, match="MPGRAPH_CPU_CACHE_MB must be a whole number of MiB"):
+        _buffers.limit_bytes()
+
+
+def test_default_limit_is_bounded_by_memory(monkeypatch):
+    monkeypatch.delenv(_buffers.ENV, raising=False)
+    assert 0 < _buffers.limit_bytes() <= _buffers.DEFAULT_LIMIT_MB << 20
+
+
+def test_threads_never_share_a_live_block(cache):
+    seen, errors = [], []
+
+    def work():
+        try:
+            for _ in range(6):
+                t = _empty(BIG)
+                t.fill_(threading.get_ident() % 1000)
+                seen.append(t.data_ptr())
+                assert float(t[0]) == float(t[-1]) == threading.get_ident() % 1000
+                del t
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert cache.cache_info()["held_bytes"] <= 256 << 20
+
+
+def test_a_reused_block_gives_the_same_results(cache):
+    """A kernel writing into a reused block (holding an earlier result) must still write every element:
+    empty rows included."""
+    pytest.importorskip("numba")
+    from mpgraph.ops import _cpu as K
+
+    rows = MIN // (64 * 4) + 64
+    gen = torch.Generator().manual_seed(0)
+    indptr = torch.zeros(rows + 1, dtype=torch.int64)
+    indptr[1:2000] = torch.arange(1, 2000) * 2          # rows 0..1998 have 2 in-edges, the rest none
+    indptr[2000:] = indptr[1999]
+    E = int(indptr[-1])
+    src = torch.randint(0, 50, (E,), generator=gen)
+    first, _, _ = K.gspmm("copy_lhs", "sum", indptr, src, None, torch.randn(50, 64, generator=gen) + 100, None)
+    del first
+    x = torch.randn(50, 64, generator=gen)
+    out, _, _ = K.gspmm("copy_lhs", "sum", indptr, src, None, x, None)
+    assert cache.cache_info()["hits"] >= 1
+    ref = torch.zeros(rows, 64)
+    ref[:1999] = x[src[0::2]] + x[src[1::2]]
+    torch.testing.assert_close(out, ref)
