@@ -13,7 +13,8 @@ One JSON line per op x dtype::
 
     {"bench": "huge_pages", "graph": "uniform", "op": "u_add_e_max", "D": 64, "dtype": "float32",
      "threads": 2, "rounds": 7, "fwd_ms": {"off": ..., "on": ...}, "fwdbwd_ms": {...},
-     "fwd_cpu_ms": {...}, "fwdbwd_cpu_ms": {...}, "on_over_off": {"fwd": ..., "fwdbwd": ...}}
+     "fwd_cpu_ms": {...}, "fwdbwd_cpu_ms": {...}, "on_over_off": {"fwd": ..., "fwdbwd": ...},
+     "fwdbwd_over_fwd": {"off": ..., "on": ...}}
 
 Usage::
 
@@ -77,19 +78,31 @@ def one_call(g, fn, inputs, backward):
     return 1e3 * (time.perf_counter() - wall), 1e3 * (time.process_time() - cpu)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def _setenv(name, value):
+    """Set ``name`` to ``value``, or unset it for None."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def compare(argv, description, bench, switch, settings, fixed):
+    """Time every op x D x dtype under each of ``settings`` (``(value of switch or None, name)``),
+    alternating them call by call, with the environment ``fixed`` held for the whole run; prints one JSON
+    line each (shared by this benchmark and ``buffer_cache.py``)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--graph", default="uniform", help="uniform, powerlaw or large")
     p.add_argument("--dims", default="64")
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--rounds", type=int, default=7)
     args = p.parse_args(argv)
-    before = os.environ.get(SWITCH)
-    before_cache = os.environ.get(CACHE)
-    os.environ[CACHE] = "0"
+    before = {name: os.environ.get(name) for name in (switch, *fixed)}
+    for name, value in fixed.items():
+        _setenv(name, value)
     data = make_graph(args.graph)
     g = mpgraph.graph((data["src"], data["dst"]), num_nodes=data["N"])
+    names = [name for _, name in settings]
     try:
         for op in args.ops.split(","):
             if op not in OPS:
@@ -97,31 +110,35 @@ def main(argv=None):
             for D in (int(d) for d in args.dims.split(",")):
                 for dname in args.dtypes.split(","):
                     fn, inputs = operands(op, data["N"], data["E"], D, DTYPES[dname], torch.Generator().manual_seed(1))
-                    for setting in ("0", "1"):          # compile and warm both settings
-                        os.environ[SWITCH] = setting
+                    for value, _ in settings:           # compile and warm every setting
+                        _setenv(switch, value)
                         one_call(g, fn, inputs, True)
                     times = {}
                     for _ in range(args.rounds):
-                        for setting, name in (("0", "off"), ("1", "on")):
-                            os.environ[SWITCH] = setting
+                        for value, name in settings:
+                            _setenv(switch, value)
                             for kind, backward in (("fwd", False), ("fwdbwd", True)):
                                 wall, cpu = one_call(g, fn, inputs, backward)
                                 times.setdefault((kind + "_ms", name), []).append(wall)
                                 times.setdefault((kind + "_cpu_ms", name), []).append(cpu)
+                    ops.empty_cpu_cache()               # the next line starts with no cached buffers
                     med = {k: round(float(np.median(v)), 2) for k, v in times.items()}
-                    line = {"bench": "huge_pages", "graph": args.graph, "op": op, "D": D, "dtype": dname,
+                    line = {"bench": bench, "graph": args.graph, "op": op, "D": D, "dtype": dname,
                             "threads": torch.get_num_threads(), "rounds": args.rounds}
                     for key in ("fwd_ms", "fwdbwd_ms", "fwd_cpu_ms", "fwdbwd_cpu_ms"):
-                        line[key] = {name: med[(key, name)] for name in ("off", "on")}
+                        line[key] = {name: med[(key, name)] for name in names}
                     line["on_over_off"] = {k: round(med[(k + "_ms", "on")] / med[(k + "_ms", "off")], 3)
                                            for k in ("fwd", "fwdbwd")}
+                    line["fwdbwd_over_fwd"] = {name: round(med[("fwdbwd_ms", name)] / med[("fwd_ms", name)], 2)
+                                               for name in names}
                     print(json.dumps(line), flush=True)
     finally:
-        for name, value in ((SWITCH, before), (CACHE, before_cache)):
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        for name, value in before.items():
+            _setenv(name, value)
+
+
+def main(argv=None):
+    compare(argv, __doc__.split("\n")[0], "huge_pages", SWITCH, (("0", "off"), ("1", "on")), {CACHE: "0"})
 
 
 if __name__ == "__main__":
