@@ -44,15 +44,6 @@ __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
 PREFETCH_DISTANCE = 16
 
 
-@njit(inline="always")
-def _prefetch_ahead(G, indices, kp, E_end, F, pf_dist, pf_lines, pf_step):
-    """Prefetch the ``G`` row (``F`` wide, ``pf_lines`` cache lines) of slot ``kp``, ``pf_dist`` slots ahead."""
-    if pf_dist > 0 and kp < E_end:
-        vp = raw_get(indices, kp)
-        for t in range(pf_lines):
-            prefetch(G, vp * F + t * pf_step)
-
-
 @njit(fastmath={"reassoc", "contract"})
 def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
     """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
@@ -65,7 +56,10 @@ def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, 
         for j in range(F):                          # [F] accumulator of gx[r]
             acc[j] = zero
         for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-            _prefetch_ahead(G, indices, k + pf_dist, E_end, F, pf_dist, pf_lines, pf_step)
+            if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead (written out here: a
+                vp = raw_get(indices, k + pf_dist) * F  # helper taking arrays costs NRT calls per edge)
+                for t in range(pf_lines):
+                    prefetch(G, vp + t * pf_step)
             gb = raw_get(indices, k) * F
             for h in range(H):
                 hb = h * D
@@ -97,7 +91,10 @@ def _make_block_rows(W):
                 acc[j] = zero
                 xr[j] = to_acc(gx, load(x, xb + j))
             for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-                _prefetch_ahead(G, indices, k + pf_dist, E_end, W, pf_dist, pf_lines, pf_step)
+                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead, written out as in _rows
+                    vp = raw_get(indices, k + pf_dist) * W
+                    for t in range(pf_lines):
+                        prefetch(G, vp + t * pf_step)
                 gb = raw_get(indices, k) * W
                 wv = to_acc(gx, load(w, k))
                 dot = zero
