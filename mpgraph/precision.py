@@ -110,7 +110,9 @@ def rowwise_scale(x, s, out_dtype, divide=False):
     wider of the two dtypes and rounded once into ``out_dtype``, as ``torch.mul(x, s, out=...)`` does. On the
     CPU, torch computes a 16-bit tensor times a float32 one element by element through a generic
     converting path (measured ~10x slower than this for N=100k x 128 bf16); there the rows go through one
-    reused scratch block in the wider dtype instead: the same values, bit for bit.
+    reused scratch block in the wider dtype instead: the same values, bit for bit. A CPU result of 32 MiB or
+    more is allocated from the CPU kernels' buffer cache (:func:`mpgraph.ops.cpu_cache_info`), as the
+    kernels' own outputs are.
 
     Parameters
     ----------
@@ -138,7 +140,10 @@ def rowwise_scale(x, s, out_dtype, divide=False):
     tensor([[0.5000, 1.0000],
             [0.7500, 1.0000]], dtype=torch.bfloat16)
     """
-    out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
+    from .ops._cpu._buffers import cached_empty     # (lazy: mpgraph.ops imports this module)
+    out = cached_empty(x.shape, out_dtype) if x.device.type == "cpu" else None   # large: reused pages
+    if out is None:
+        out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
     op = torch.div if divide else torch.mul
     if x.device.type != "cpu" or x.dtype == s.dtype == out_dtype or x.dim() == 0 or x.shape[0] == 0:
         return op(x, s, out=out)

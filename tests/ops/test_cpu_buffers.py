@@ -172,3 +172,31 @@ def test_a_reused_block_gives_the_same_results(cache):
     ref = torch.zeros(rows, 64)
     ref[:1999] = x[src[0::2]] + x[src[1::2]]
     torch.testing.assert_close(out, ref)
+
+
+def test_rowwise_scale_takes_large_results_from_the_cache(cache):
+    from mpgraph.precision import rowwise_scale
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(MIN // 256 + 16, 64, generator=gen)              # just above the threshold in float32
+    deg = torch.randint(1, 9, (x.shape[0], 1), generator=gen).float()
+    first = rowwise_scale(x, deg, torch.float32, divide=True)
+    assert cache.cache_info()["misses"] == 1 and first._base is None
+    torch.testing.assert_close(first, x / deg, rtol=0, atol=0)
+    del first
+    again = rowwise_scale(x * 2, deg, torch.float32)                   # the freed block, overwritten whole
+    assert cache.cache_info()["hits"] == 1
+    torch.testing.assert_close(again, x * 2 * deg, rtol=0, atol=0)
+    small = rowwise_scale(x[:10], deg[:10], torch.bfloat16)
+    assert cache.cache_info()["misses"] == 1 and small.dtype == torch.bfloat16
+
+
+def test_resizing_a_cached_output_grows_its_block(cache):
+    a = _empty(BIG)
+    before = cache.cache_info()["held_bytes"]
+    a.resize_(BIG[0] + (4 << 20))                          # torch's storage is resizable: the block grows
+    a[-1] = 7.0
+    assert cache.cache_info()["held_bytes"] > before and float(a[-1]) == 7.0
+    del a
+    b = _empty(BIG)                                        # the grown block no longer matches this size
+    assert cache.cache_info()["hits"] == 0 and b.numel() == BIG[0]

@@ -23,13 +23,14 @@ first; if it still does not fit it is a plain ``torch.empty`` the cache does not
 cache keeps that no tensor uses is at most the limit. :func:`empty_cache` hands all free blocks back.
 """
 
+import math
 import os
 import sys
 import threading
 
 import torch
 
-__all__ = ["CACHE_MIN_BYTES", "limit_bytes", "take", "empty_cache", "cache_info"]
+__all__ = ["CACHE_MIN_BYTES", "limit_bytes", "take", "cached_empty", "empty_cache", "cache_info"]
 
 #: outputs at least this large come from the cache (glibc's largest mmap threshold: smaller ones are
 #: recycled by malloc itself)
@@ -142,6 +143,14 @@ def take(nbytes, on_new=None):
         _BLOCKS.append(block)
         _STATS["misses"] += 1
         return block.storage
+
+
+def cached_empty(shape, dtype, on_new=None):
+    """An uninitialised CPU tensor of ``shape`` and ``dtype`` set on a cache block, or None when the cache
+    does not serve it (below :data:`CACHE_MIN_BYTES`, off, or full): then the caller allocates itself."""
+    shape = tuple(int(n) for n in shape)
+    block = take(math.prod(shape) * dtype.itemsize, on_new)
+    return None if block is None else torch.empty(0, dtype=dtype).set_(block, 0, shape)
 
 
 def empty_cache():

@@ -27,7 +27,6 @@ the callers' loops vectorise; indices are trusted.
 
 import ctypes
 import hashlib
-import math
 import mmap
 import os
 import sys
@@ -552,11 +551,9 @@ def empty_out(shape, dtype):
     (:mod:`._buffers`), reused from an earlier output no tensor holds any more when one of the same size is
     free: no page faults and no zeroing by the kernel on the second and later calls.
     """
-    shape = tuple(int(s) for s in shape)
-    nbytes = math.prod(shape) * dtype.itemsize
-    block = _buffers.take(nbytes, on_new=lambda b: _advise_range(b.data_ptr(), b.nbytes()))
-    if block is not None:
-        return torch.empty(0, dtype=dtype).set_(block, 0, shape)
+    t = _buffers.cached_empty(shape, dtype, on_new=lambda b: _advise_range(b.data_ptr(), b.nbytes()))
+    if t is not None:
+        return t
     t = torch.empty(shape, dtype=dtype)
     advise_huge_pages(t)
     return t
