@@ -97,7 +97,7 @@ def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
     longest = None
     if need_arg == "slots" and reduce in ("max", "min") and indptr.numel() > 1:
         # the widest row picks the slots' width: one O(N) pass per graph, not per call
-        longest = index.cached("cpu.max_in_degree", lambda: int((indptr[1:] - indptr[:-1]).max()))
+        longest = index.cached("cpu.max_in_degree", lambda: int(index.in_degrees().max()))
     out, arg_u, arg_e = gspmm(op, reduce, indptr, None if op == "copy_rhs" else src, eid,
                               _nd(lhs, bcast.lhs_shape) if op != "copy_rhs" else None,
                               _nd(rhs, bcast.rhs_shape) if op != "copy_lhs" else None,

@@ -23,6 +23,7 @@ first; if it still does not fit it is a plain ``torch.empty`` the cache does not
 cache keeps that no tensor uses is at most the limit. :func:`empty_cache` hands all free blocks back.
 """
 
+import functools
 import math
 import os
 import sys
@@ -60,7 +61,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
+@functools.cache
 def _default_limit_bytes():
+    """min(DEFAULT_LIMIT_MB, RAM / 8) in bytes; the machine's memory is read once."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
