@@ -18,7 +18,7 @@ its ``__init__.py``::
 
     KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports),
                "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
-               "gather_winners": (fn, supports), "edge_winners": (fn, supports),
+               "pick_winners": (fn, supports), "gather_winners": (fn, supports), "edge_winners": (fn, supports),
                "spmm_mul_backward": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
@@ -127,6 +127,16 @@ Kernels by op:
     with the group sum in the accum dtype of ``promote(y.dtype, out_dtype)``
     and one rounding into ``out_dtype`` (the logits' dtype). ``(E, F)``.
 
+``pick_winners(winner, src, pos, cols) -> picked``
+    The other operand of a max/min product at each element's winner (the
+    ``mul``/``div`` backward): ``winner: (R, F)`` int32/int64 as for
+    ``scatter_winners``, ``src`` a float operand of rows of ``cols`` elements,
+    ``pos: (F,)`` int64 or None (identity)::
+
+        picked[r, f] = src[winner[r, f], pos[f]]     (0 where winner[r, f] < 0)
+
+    ``(R, F)`` in ``src``'s accumulator dtype (exact widening).
+
 ``spmm_mul_backward(index, grad, lhs, rhs, heads) -> (grad_lhs, grad_rhs)``
     Both gradients of a ``u_mul_e`` sum (the backward of ``spmm(..., 'mul',
     'sum', x, w)`` with ``x: (N_src, H, D)`` and one weight per edge and head,
@@ -187,13 +197,13 @@ from ..base import DGLError
 from ..precision import accum_dtype, autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
-           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "gather_winners",
-           "edge_winners", "spmm_mul_backward", "capture", "restored",
+           "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
+           "gather_winners", "edge_winners", "spmm_mul_backward", "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
-OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "gather_winners",
-       "edge_winners", "spmm_mul_backward")
+OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
+       "gather_winners", "edge_winners", "spmm_mul_backward")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -470,6 +480,14 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return fn(winner, coef, pos, rows, cols)
 
 
+def pick_winners(winner, src, pos, cols):
+    """Run the selected winner pick (max/min backward of products); answers empty cases itself. ``(R, F)``."""
+    if winner.numel() == 0:
+        return torch.zeros(winner.shape, dtype=accum_dtype(src.dtype), device=src.device)
+    fn = _choose("pick_winners", winner, src, pos, cols)
+    return fn(winner, src, pos, cols)
+
+
 def gather_winners(index, grad, winners, out_dtype):
     """Run the selected slot-winner gather (node operand of max/min); answers empty cases itself. ``(N_src, F)``."""
     return _from_slots("gather_winners", index.num_src, index, grad, winners, out_dtype)
@@ -511,6 +529,8 @@ def _register_builtin():
     register("edge_softmax_backward", "torch", _torch_backend.edge_softmax_backward)
     register("scatter_winners", "reference", _reference.scatter_winners)
     register("scatter_winners", "torch", _reference.scatter_winners)   # index_add_ is torch's best here
+    register("pick_winners", "reference", _reference.pick_winners)
+    register("pick_winners", "torch", _reference.pick_winners)
     register("gather_winners", "reference", _reference.gather_winners)
     register("gather_winners", "torch", _reference.gather_winners)
     register("edge_winners", "reference", _reference.edge_winners)

@@ -133,6 +133,16 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
     return (gy - y * s.index_select(0, index.dst64)).to(out_dtype)
 
 
+def pick_winners(winner, src, pos, cols):
+    """``src[winner[r, f], pos[f]]`` (0 where ``winner < 0``) by indexing (any device), in ``src``'s
+    accumulator dtype."""
+    F = winner.shape[1]
+    col = torch.arange(F, dtype=torch.int64, device=src.device) if pos is None else pos
+    flat = winner.clamp(min=0).to(torch.int64) * cols + col
+    picked = src.reshape(-1)[flat].to(accum_dtype(src.dtype))
+    return torch.where(winner >= 0, picked, 0.0)
+
+
 def scatter_winners(winner, coef, pos, rows, cols):
     """``out[winner[r, f], pos[f]] += coef[r, f]`` for ``winner >= 0`` with ``index_add_`` (any device), in
     ``coef``'s accumulator dtype."""

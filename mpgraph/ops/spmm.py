@@ -171,7 +171,7 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
         else:
             G = rowwise_scale(G, deg, scaled_dtype, divide=True)
     fusable = op == "mul" and need_lhs and need_rhs and G.dtype == lhs.dtype and not _double_backward(G, lhs, rhs)
-    heads = _weight_heads(bcast) if fusable else None
+    heads = _weight_heads(bcast, lhs.element_size()) if fusable else None
     if heads is not None:
         # both gradients in one pass over the reversed graph: each G row is gathered once, not twice
         grad_lhs, grad_rhs = _dispatch.spmm_mul_backward(reversed_index(index), G.reshape(N_dst, bcast.F).contiguous(),
@@ -193,10 +193,11 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
     if need_rhs:
         broadcast = bcast.rhs_shape != out_shape
         acc = accum_dtype(rhs.dtype)
+        negate = False
         if op in ("copy_rhs", "add", "sub"):
             t = _sddmm_module._gsddmm(index, "copy_rhs", None, G, "u", "v", acc if broadcast else rhs.dtype)
-            if op == "sub":
-                t = -t
+            if op == "sub":     # a fresh (E, F) tensor: negated where it is (a copy would be a second one)
+                t = -t if _double_backward(t) else t.neg_()
         else:
             odt = acc if (broadcast or op == "div") else rhs.dtype
             if len(out_shape) > 0 and bcast.rhs_shape[-1] == 1 and out_shape[-1] > 1:
@@ -206,9 +207,18 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
             else:
                 t = _sddmm_module._gsddmm(index, "mul", lhs_nd, G, "u", "v", odt)
             if op == "div":  # d (l / r) / d r = -l / r^2
-                r = rhs_nd.to(acc)
-                t = -t / (r * r)
+                if _double_backward(t, rhs_nd):
+                    r = rhs_nd.to(acc)
+                    t = -t / (r * r)
+                else:
+                    # r * r by the edge kernel in float32 (exact for 16-bit r), then one in-place division
+                    # of the fresh float32 t: no (E, F) conversion of r, no temporaries (torch's
+                    # mixed-dtype loops are slow); the sign goes on the rounded result below
+                    t = t.div_(_sddmm_module._gsddmm(index, "mul", rhs_nd, rhs_nd, "e", "e", acc))
+                    negate = True
         grad_rhs = sum_to_shape(t, bcast.rhs_shape).to(rhs.dtype).reshape(E, bcast.R)
+        if negate:          # t or a fresh reduction/copy of it: ours to negate in place
+            grad_rhs = grad_rhs.neg_()
     return grad_lhs, grad_rhs
 
 
@@ -217,18 +227,25 @@ def _double_backward(*tensors):
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _weight_heads(bcast):
+#: elementwise weights ``(E, *F)`` take the fused backward only below this many bytes per row. Wider rows
+#: are better served by the two composed kernels, which read and write them in edge order (the fused pass
+#: moves them into slot order and back: 2M x 64 fp32 on 2 threads, 150 ms fused against 94 ms composed)
+FUSED_ELEMENTWISE_ROW_BYTES = 64
+
+
+def _weight_heads(bcast, itemsize):
     """``H`` when ``u_mul_e``'s weights are one scalar per edge and head (the fused backward's layout), else None.
 
     The node operand must not broadcast (``lhs_shape == out_shape``) and the weights must be constant
     along the last dimension: ``(E, H, 1)`` against ``(N, H, D)`` (GAT: ``H`` heads), a scalar per edge
-    (``H = 1``), or elementwise ``(E, *F)`` (``H = F``, ``D = 1``).
+    (``H = 1``), or elementwise ``(E, *F)`` (``H = F``, ``D = 1``) of rows narrower than
+    :data:`FUSED_ELEMENTWISE_ROW_BYTES` (``itemsize``: bytes per element).
     """
     out = bcast.out_shape
     if bcast.lhs_shape != out or len(out) == 0:
         return None
     if bcast.rhs_shape == out:
-        return bcast.F
+        return bcast.F if bcast.F * itemsize < FUSED_ELEMENTWISE_ROW_BYTES else None
     if bcast.rhs_shape[:-1] == out[:-1] and bcast.rhs_shape[-1] == 1:
         return bcast.R
     if bcast.R == 1:
@@ -263,11 +280,7 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
         return grad_lhs, grad_rhs
     # coefficients where the winner is -1 are ignored by the scatter (whatever they hold)
     F_idx = None
-    # winners clamped to row 0 where there is none (the scatter ignores those coefficients); only the
-    # products of mul/div read the other operand at the winner, so only they need these (R, F) copies
     products = op in ("mul", "div")
-    u = arg_u.clamp(min=0).long() if products and need_rhs else None     # int64: u * L must not overflow
-    e = arg_e.clamp(min=0).long() if products else None
     L, R = bcast.L, bcast.R
 
     def col(off):
@@ -295,28 +308,33 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
         from ._reference import slot_winner_ids
         # the differentiable scatter below takes ids: the source and the edge of each winning slot
         arg_u, arg_e = slot_winner_ids(index, arg_u), slot_winner_ids(index, arg_u, of="eid")
+
+    def at_winners(winner, operand, width, off):
+        """The other operand of a product at each element's winner, in its accumulator dtype (0 where none)."""
+        if _double_backward(grad_out, lhs, rhs):    # differentiable indexing (create_graph=True)
+            idx = winner.clamp(min=0).long() * width + col(off)  # int64: winner * width must not overflow
+            return operand.reshape(-1)[idx].to(accum_dtype(operand.dtype))
+        return _dispatch.pick_winners(winner, operand.reshape(-1, width), off, width)
+
+    r_won = at_winners(arg_e, rhs, R, bcast.rhs_off) if products and (need_lhs or op == "div") else None
     if need_lhs:
         acc = accum_dtype(lhs.dtype)
         coef = as_given(acc)
         if op == "mul":
-            coef = coef.to(acc) * rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
+            coef = coef.to(acc) * r_won
         elif op == "div":
-            coef = coef.to(acc) / rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
+            coef = coef.to(acc) / r_won
         grad = _scatter_winners(arg_u, coef, bcast.lhs_off, N_src, L)
         grad_lhs = grad.to(lhs.dtype)
     if need_rhs:
         acc = accum_dtype(rhs.dtype)
         coef = as_given(acc)
         if op in ("mul", "div"):
-            x = lhs.reshape(-1)[u * L + col(bcast.lhs_off)].to(acc)
-            if op == "mul":
-                coef = coef * x
-            else:
-                r = rhs.reshape(-1)[e * R + col(bcast.rhs_off)].to(acc)
-                coef = -coef * x / (r * r)
+            x = at_winners(arg_u, lhs, L, bcast.lhs_off)
+            coef = coef * x if op == "mul" else -coef * x / (r_won * r_won)
         grad = _scatter_winners(arg_e, coef, bcast.rhs_off, E, R)
         if op == "sub":     # d (l - r) / d r = -1: negate the sums (exact), not every coefficient
-            grad = -grad
+            grad = -grad if _double_backward(grad) else grad.neg_()
         grad_rhs = grad.to(rhs.dtype)
     return grad_lhs, grad_rhs
 

@@ -395,6 +395,24 @@ def test_sddmm_elementwise(dtype):
                     run_sddmm(case, op, lshape, rshape if op != "copy_lhs" else lshape, lt, rt, dtype)
 
 
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
+def test_division_by_zero_gives_inf_and_nan_as_torch(dtype):
+    """x / 0 in the kernels is what torch gives (inf, -inf, nan for 0 / 0), not an exception raised from
+    inside the compiled loop; max/min still pick among the infinities."""
+    src, dst = torch.tensor([0, 1, 2, 0]), torch.tensor([1, 1, 0, 2])
+    indptr, indices, eid = Index.from_coo(src, dst, 3, 3).csc()
+    lhs = torch.tensor([[1.0, -2.0, 0.0], [3.0, 0.0, -1.0], [0.5, 1.0, 2.0]], dtype=F64)
+    rhs = torch.tensor([[0.0, 0.0, 0.0], [2.0, 0.0, 4.0], [0.0, -1.0, 0.0], [-2.0, 0.0, 1.0]], dtype=F64)
+    nonzero = torch.where(lhs == 0, 1.0, lhs)       # max/min skip NaN messages (documented): only +-inf there
+    for reduce, x in (("sum", lhs), ("max", nonzero), ("min", nonzero)):
+        out, _, _ = K.gspmm("div", reduce, indptr, indices, eid, x.to(dtype), rhs.to(dtype))
+        expected = ref_spmm("div", reduce, src, dst, 3, x, rhs)
+        torch.testing.assert_close(out.to(F64), expected, equal_nan=True, rtol=0, atol=0)
+    out = K.gsddmm("div", indptr, indices, eid, lhs.to(dtype), rhs.to(dtype), "u", "e")
+    torch.testing.assert_close(out.to(F64), lhs[src] / rhs, equal_nan=True, rtol=0, atol=0)
+    assert bool(out.isnan().any()) and bool(out.isinf().any())
+
+
 def test_sddmm_dot_long_rows_fp32_accumulation():
     """fp16 dot over D=4096 of ones: exact in fp32, beyond fp16's integer range of 2048 steps."""
     src, dst, n, _ = torch.tensor([0, 1]), torch.tensor([1, 1]), 2, 2
@@ -567,6 +585,45 @@ def test_scatter_winners_rejects_bad_input():
         scatter_winners(torch.zeros(2, 2, dtype=torch.int16), torch.zeros(2, 2), None, 2, 2)
     with pytest.raises(ValueError, match="winner"):
         scatter_winners(torch.zeros(2, 3, dtype=torch.int64), torch.zeros(2, 2), None, 2, 2)
+
+
+@pytest.mark.parametrize("dtype", [F64, F32, BF16, F16], ids=["f64", "f32", "bf16", "f16"])
+@pytest.mark.parametrize("broadcast", [False, True], ids=["identity", "broadcast"])
+@pytest.mark.parametrize("winner_dtype", [torch.int64, torch.int32], ids=["i64", "i32"])
+def test_pick_winners_matches_plain_loop_and_the_reference(dtype, broadcast, winner_dtype):
+    from mpgraph.ops import _reference
+    from mpgraph.ops._cpu.scatter import pick_winners
+
+    gen = torch.Generator().manual_seed(12)
+    R, F, rows = 2500, 24, 53                               # more rows than one work chunk
+    cols = 3 if broadcast else F
+    pos = torch.arange(F) % 3 if broadcast else None
+    winner = torch.randint(-1, rows, (R, F), generator=gen)
+    winner[7] = -1                                          # a row without edges
+    src = torch.randn(rows, cols, generator=gen, dtype=F64).to(dtype)
+    expected = torch.zeros(R, F, dtype=F64)
+    for r in range(0, R, 97):                               # a plain loop over a sample of rows
+        for f in range(F):
+            if winner[r, f] >= 0:
+                expected[r, f] = src[winner[r, f], f if pos is None else pos[f]].double()
+    winner = winner.to(winner_dtype)
+    acc = F64 if dtype == F64 else F32
+    out = pick_winners(winner, src, pos, cols)
+    assert out.dtype == acc and out.shape == (R, F)
+    assert torch.equal(out[::97].double(), expected[::97])  # exact: a widening copy
+    assert torch.equal(out, _reference.pick_winners(winner, src, pos, cols))
+    assert bool((out[7] == 0).all())
+
+
+def test_pick_winners_rejects_bad_input():
+    from mpgraph.ops._cpu.scatter import pick_winners
+
+    with pytest.raises(TypeError, match="src"):
+        pick_winners(torch.zeros(2, 2, dtype=torch.int64), torch.zeros(2, 2, dtype=torch.int32), None, 2)
+    with pytest.raises(ValueError, match="int32/int64"):
+        pick_winners(torch.zeros(2, 2, dtype=torch.int16), torch.zeros(2, 2), None, 2)
+    with pytest.raises(ValueError, match="cols == F"):
+        pick_winners(torch.zeros(2, 2, dtype=torch.int64), torch.zeros(2, 3), None, 3)
 
 
 @pytest.mark.parametrize("dtype", [BF16, F16, F32], ids=["bf16", "f16", "f32"])

@@ -23,6 +23,7 @@ from . import available, unavailable_reason
 
 __all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "spmm_supports",
            "sddmm_supports", "edge_softmax_supports", "edge_softmax_backward_supports", "scatter_winners_supports",
+           "pick_winners", "pick_winners_supports",
            "gather_winners", "gather_winners_supports", "edge_winners", "edge_winners_supports", "spmm_mul_backward",
            "spmm_mul_backward_supports"]
 
@@ -147,6 +148,18 @@ def scatter_winners(winner, coef, pos, rows, cols):
     return kernel(winner, coef, pos, rows, cols)
 
 
+def pick_winners_supports(winner, src, pos, cols):
+    """Whether :func:`pick_winners` runs this call: CPU tensors and Numba present."""
+    return winner.device.type == "cpu" and src.device.type == "cpu" and src.dtype in _FLOATS and _numba_ok()
+
+
+def pick_winners(winner, src, pos, cols):
+    """Max/min backward of products: the other operand at each element's winner, one pass (:mod:`.scatter`)."""
+    from .scatter import pick_winners as kernel
+
+    return kernel(winner, src, pos, cols)
+
+
 def gather_winners_supports(index, grad, winners, out_dtype):
     """Whether :func:`gather_winners` runs this call: CPU float gradient, uint8/int16 slots, Numba present."""
     return winners.device.type == "cpu" and winners.dtype in (torch.uint8, torch.int16) and _ok((grad,), out_dtype)
@@ -220,6 +233,7 @@ KERNELS = {
     "edge_softmax": (edge_softmax, edge_softmax_supports),
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
     "scatter_winners": (scatter_winners, scatter_winners_supports),
+    "pick_winners": (pick_winners, pick_winners_supports),
     "gather_winners": (gather_winners, gather_winners_supports),
     "edge_winners": (edge_winners, edge_winners_supports),
 }

@@ -28,7 +28,9 @@ def binop(op, a, b):
     raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
 
 
-@overload(binop, prefer_literal=True)
+# numpy's error model: x / 0 is inf or nan as in torch (Numba's default raises ZeroDivisionError from
+# inside the kernel), and the division needs no zero test, so it vectorises
+@overload(binop, prefer_literal=True, jit_options={"error_model": "numpy"})
 def _binop_impl(op, a, b):
     name = literal_value(op)
     if name == "add":

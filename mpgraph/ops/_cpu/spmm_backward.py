@@ -61,6 +61,12 @@ def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, 
                 for t in range(pf_lines):
                     prefetch(G, vp + t * pf_step)
             gb = raw_get(indices, k) * F
+            if D == 1:                              # elementwise weights: one vectorisable loop over F
+                for h in range(H):
+                    g = to_acc(gx, load(G, gb + h))
+                    store(gw, k * H + h, g * to_acc(gx, load(x, xb + h)))
+                    acc[h] += g * to_acc(gx, load(w, k * H + h))
+                continue
             for h in range(H):
                 hb = h * D
                 dot = zero

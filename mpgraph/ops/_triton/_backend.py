@@ -31,7 +31,8 @@ from ._layout import fits_groups
 
 __all__ = ["KERNELS", "CPU_OPT_IN", "SPLIT", "cached_schedule", "unavailable_reason", "spmm", "sddmm", "edge_softmax",
            "edge_softmax_backward", "spmm_supports", "sddmm_supports", "edge_softmax_supports",
-           "edge_softmax_backward_supports", "scatter_winners", "scatter_winners_supports", "spmm_mul_backward",
+           "edge_softmax_backward_supports", "scatter_winners", "scatter_winners_supports", "pick_winners",
+           "pick_winners_supports", "spmm_mul_backward",
            "spmm_mul_backward_supports"]
 
 #: Environment variable that lets the backend take CPU tensors (it then needs ``TRITON_INTERPRET=1``).
@@ -217,6 +218,18 @@ def scatter_winners(winner, coef, pos, rows, cols):
 spmm_mul_backward = composed_mul_backward(spmm, sddmm)
 spmm_mul_backward_supports = composed_mul_backward_supports(spmm_supports, sddmm_supports)
 
+def pick_winners_supports(winner, src, pos, cols):
+    """Whether :func:`pick_winners` runs this call (the backend's devices)."""
+    return _device_ok(src.device)
+
+
+def pick_winners(winner, src, pos, cols):
+    """The other operand of a max/min product at the winners: torch indexing (a gather), no Triton kernel."""
+    from .._reference import pick_winners as indexed
+
+    return indexed(winner, src, pos, cols)
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "sddmm": (sddmm, sddmm_supports),
@@ -224,4 +237,5 @@ KERNELS = {
     "edge_softmax": (edge_softmax, edge_softmax_supports),
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
     "scatter_winners": (scatter_winners, scatter_winners_supports),
+    "pick_winners": (pick_winners, pick_winners_supports),
 }

@@ -1,0 +1,103 @@
+"""Forward+backward over forward for every gSpMM variant of the public API, on the fast CPU path.
+
+``benchmarks/ops.py`` compares a handful of ops against torch and PyG; this sweeps all of DGL's gSpMM names
+(``copy_u``, ``copy_e``, ``u_{add,sub,mul,div}_e`` with ``sum``/``mean``/``max``/``min``), each with the
+edge operand as wide as the node features (``(E, D)``) and, for the products, also one scalar per edge
+(``(E, 1)``). It answers "is any variant's backward pathological?" rather than "how do we rank".
+
+For each variant and dtype one JSON line: the median milliseconds of the forward without gradients
+(``fwd_ms``) and of a forward+backward (``fwdbwd_ms``: leaves re-created with ``requires_grad`` and
+``backward(ones_like(out))`` each call), timed round-robin in one process, and their ratio
+``fwdbwd_over_fwd`` (the issue's <= 2.5x target). Edge weights are drawn in [0.5, 1.5) so divisions stay
+finite. Usage::
+
+    python benchmarks/variants.py                                   # uniform graph, D=64, fp32 and bf16
+    python benchmarks/variants.py --ops u_div_e_sum,u_mul_e_max --dtypes bfloat16 --reps 9
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import mpgraph  # noqa: E402
+from mpgraph import ops  # noqa: E402
+from mpgraph.ops._dispatch import record_backends  # noqa: E402
+
+from cpu_kernels import make_graph, timed  # noqa: E402  (round-robin median timing)
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+REDUCES = ("sum", "mean", "max", "min")
+
+
+def variants():
+    """``(name, operands)`` of every gSpMM variant: operands ``'u'``, ``'e'`` (``(E, D)``) or ``'u,e'``,
+    ``'u,e1'`` (a scalar per edge)."""
+    out = []
+    for red in REDUCES:
+        out.append((f"copy_u_{red}", "u"))
+        out.append((f"copy_e_{red}", "e"))
+        for op in ("add", "sub", "mul", "div"):
+            out.append((f"u_{op}_e_{red}", "u,e"))
+            if op in ("mul", "div"):
+                out.append((f"u_{op}_e_{red}", "u,e1"))
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--graph", default="uniform", help="uniform, powerlaw or large")
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--ops", default=None, help="comma-separated variant names (default: all)")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    chosen = None if args.ops is None else set(args.ops.split(","))
+    known = {name for name, _ in variants()}
+    if chosen is not None and not chosen <= known:
+        raise SystemExit(f"unknown variants {sorted(chosen - known)}; expected some of {sorted(known)}")
+    g = make_graph(args.graph)
+    gi = mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"])
+    N, E, D = g["N"], g["E"], args.dim
+    gen = torch.Generator().manual_seed(0)
+    x32 = torch.randn(N, D, generator=gen)
+    e32 = torch.rand(E, D, generator=gen) + 0.5
+    e1_32 = torch.rand(E, 1, generator=gen) + 0.5
+    for dname in args.dtypes.split(","):
+        dtype = DTYPES[dname]
+        data = {"u": x32.to(dtype), "e": e32.to(dtype), "e1": e1_32.to(dtype)}
+        for name, kinds in variants():
+            if chosen is not None and name not in chosen:
+                continue
+            fn = getattr(ops, name)
+            inputs = [data[k] for k in kinds.split(",")]
+
+            def fwd(fn=fn, inputs=inputs):
+                fn(gi, *inputs)
+
+            def fwdbwd(fn=fn, inputs=inputs):
+                leaves = [t.detach().requires_grad_(True) for t in inputs]
+                out = fn(gi, *leaves)
+                out.backward(torch.ones_like(out))
+
+            with record_backends() as seen:
+                fwdbwd()
+            ms = timed({"fwd": fwd, "fwdbwd": fwdbwd}, args.reps)
+            print(json.dumps({
+                "bench": "variants", "op": name, "operands": kinds, "graph": args.graph, "N": N, "E": E, "D": D,
+                "dtype": dname, "threads": torch.get_num_threads(), "backends": sorted(set(seen)),
+                "fwd_ms": round(ms["fwd"], 3), "fwdbwd_ms": round(ms["fwdbwd"], 3),
+                "fwdbwd_over_fwd": round(ms["fwdbwd"] / ms["fwd"], 3)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
