@@ -155,9 +155,10 @@ Kernels by op:
     weights ``(E, F)`` are ``H = F``, ``D = 1``. A backend without a fused kernel
     registers its gSpMM and gSDDMM composed (``_reference.composed_mul_backward``).
 
-``gather_winners(index, grad, winners, out_dtype) -> grad_lhs``
+``gather_winners(index, grad, winners, out_dtype, op='copy_lhs', rhs=None) -> grad_lhs``
     The node operand's gradient of max/min from slot winners (above;
-    ``copy_lhs``, ``add``, ``sub``):
+    ``copy_lhs``, ``add``, ``sub``; for ``op`` ``'mul'``/``'div'`` each term is
+    also multiplied/divided by ``rhs[e, f]``, ``rhs: (E, F)`` in edge-ID order):
     ``grad: (N_dst, F)``, ``winners: (N_dst, F)`` uint8/int16, ``index`` the
     forward graph. For every edge ``e = (u -> v)`` whose offset in ``v``'s
     in-edges is ``s(e)``::
@@ -167,11 +168,13 @@ Kernels by op:
     accumulated in the accum dtype of ``promote(grad.dtype, out_dtype)``,
     rounded once: ``(N_src, F)`` in ``out_dtype``.
 
-``edge_winners(index, grad, winners, out_dtype) -> grad_rhs``
+``edge_winners(index, grad, winners, out_dtype, op='copy_rhs', lhs=None, rhs=None) -> grad_rhs``
     The edge operand's gradient of max/min from slot winners (``copy_rhs``,
     ``add``; ``sub`` negates it): for the edge ``e`` at offset ``s(e)`` in the
     in-edges of ``v``, ``grad_rhs[e, f] = grad[v, f]`` where
     ``winners[v, f] == s(e)``, else 0. ``(E, F)`` in ``out_dtype``, edge-ID order.
+    ``op='mul'``: ``grad[v, f] * lhs[u, f]`` there (``lhs: (N_src, F)``, ``u`` the
+    edge's source); ``op='div'``: ``-grad[v, f] * lhs[u, f] / rhs[e, f]^2``.
 
 ``scatter_winners(winner, coef, pos, rows, cols) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
@@ -488,23 +491,23 @@ def pick_winners(winner, src, pos, cols):
     return fn(winner, src, pos, cols)
 
 
-def gather_winners(index, grad, winners, out_dtype):
+def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
     """Run the selected slot-winner gather (node operand of max/min); answers empty cases itself. ``(N_src, F)``."""
-    return _from_slots("gather_winners", index.num_src, index, grad, winners, out_dtype)
+    return _from_slots("gather_winners", index.num_src, index, grad, winners, out_dtype, op, rhs)
 
 
-def edge_winners(index, grad, winners, out_dtype):
+def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
     """Run the selected slot-winner edge gradient (max/min backward for the edge operand). ``(E, F)``."""
-    return _from_slots("edge_winners", index.num_edges, index, grad, winners, out_dtype)
+    return _from_slots("edge_winners", index.num_edges, index, grad, winners, out_dtype, op, lhs, rhs)
 
 
-def _from_slots(op, rows, index, grad, winners, out_dtype):
-    """A max/min gradient from slot winners (``op``: ``gather_winners``/``edge_winners``), ``(rows, F)``."""
+def _from_slots(kernel, rows, index, grad, winners, out_dtype, *operands):
+    """A max/min gradient from slot winners (``kernel``: ``gather_winners``/``edge_winners``), ``(rows, F)``."""
     if index.num_edges == 0 or grad.shape[1] == 0:
         return torch.zeros(rows, grad.shape[1], dtype=out_dtype, device=grad.device)
-    fn = _choose(op, index, grad, winners, out_dtype)
+    fn = _choose(kernel, index, grad, winners, out_dtype, *operands)
     with autocast_disabled(grad.device.type):
-        return fn(index, grad, winners, out_dtype)
+        return fn(index, grad, winners, out_dtype, *operands)
 
 
 def spmm_mul_backward(index, grad, lhs, rhs, heads):

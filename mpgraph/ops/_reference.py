@@ -167,14 +167,31 @@ def slot_winner_ids(index, winners, of="src"):
     return torch.where(valid, ids[pos], -1)
 
 
-def gather_winners(index, grad, winners, out_dtype):
-    """Reference node-operand max/min gradient from slot winners: the slots as source ids, then ``index_add_``."""
+def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
+    """Reference node-operand max/min gradient from slot winners: the slots as source ids, then ``index_add_``
+    (``op`` 'mul'/'div': ``grad`` times/over ``rhs`` at the winning edge first)."""
+    if op in ("mul", "div"):
+        r = pick_winners(slot_winner_ids(index, winners, of="eid"), _wide(rhs, grad, out_dtype), None, grad.shape[1])
+        grad = _wide(grad, grad, out_dtype) * r if op == "mul" else _wide(grad, grad, out_dtype) / r
     return _scatter_slots(index, grad, winners, out_dtype, "src", index.num_src)
 
 
-def edge_winners(index, grad, winners, out_dtype):
-    """Reference max/min edge gradient from slot winners: the slots as edge ids, then ``index_add_``."""
+def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
+    """Reference max/min edge gradient from slot winners: the slots as edge ids, then ``index_add_``
+    (``op`` 'mul': ``grad * lhs`` at the winning source, 'div': ``-grad * lhs / rhs^2``)."""
+    if op in ("mul", "div"):
+        F = grad.shape[1]
+        x = pick_winners(slot_winner_ids(index, winners, of="src"), _wide(lhs, grad, out_dtype), None, F)
+        grad = _wide(grad, grad, out_dtype) * x
+        if op == "div":
+            r = pick_winners(slot_winner_ids(index, winners, of="eid"), _wide(rhs, grad, out_dtype), None, F)
+            grad = -grad / (r * r)
     return _scatter_slots(index, grad, winners, out_dtype, "eid", index.num_edges)
+
+
+def _wide(t, grad, out_dtype):
+    """``t`` in float64 when ``grad`` or the result is float64 (else as it is: the picks widen to float32)."""
+    return t.to(torch.float64) if torch.float64 in (grad.dtype, out_dtype) else t
 
 
 def _scatter_slots(index, grad, winners, out_dtype, of, rows):

@@ -263,8 +263,9 @@ def _scatter_winners(winner, coef, pos, rows, cols):
 
 #: dtypes of slot winners (the dispatch's ``spmm(..., need_arg='slots')``); ids are int32/int64
 SLOT_DTYPES = (torch.uint8, torch.int16)
-#: ops whose max/min may record slot winners: each operand's gradient is the output's at the winner (sub: minus)
-SLOT_OPS = ("copy_lhs", "copy_rhs", "add", "sub")
+#: ops whose max/min may record slot winners: each operand's gradient is the output's at the winner (sub: minus),
+#: times the other operand there for the products
+SLOT_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
 
 
 def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_lhs, need_rhs):
@@ -296,12 +297,13 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
     def as_given(acc):      # grad_out itself when the scatter would sum it in ``acc`` anyway
         return grad_out if accum_dtype(grad_out.dtype) == acc else grad_out.to(acc)
 
-    if arg_u is not None and arg_u.dtype in SLOT_DTYPES:   # copy_lhs/copy_rhs/add/sub: both gradients are G's
-        if not _double_backward(grad_out):
+    if arg_u is not None and arg_u.dtype in SLOT_DTYPES:   # no broadcast: gathered by slot, no scatter
+        if not _double_backward(grad_out, lhs, rhs):
             if need_lhs:
-                grad_lhs = _dispatch.gather_winners(index, grad_out, arg_u, lhs.dtype)
+                grad_lhs = _dispatch.gather_winners(index, grad_out, arg_u, lhs.dtype, op, rhs if products else None)
             if need_rhs:
-                grad_rhs = _dispatch.edge_winners(index, grad_out, arg_u, rhs.dtype)
+                grad_rhs = _dispatch.edge_winners(index, grad_out, arg_u, rhs.dtype, op, lhs if products else None,
+                                                  rhs if op == "div" else None)
                 if op == "sub":
                     grad_rhs.neg_()     # a fresh (E, F) tensor: negated where it is, not copied
             return grad_lhs, grad_rhs

@@ -682,13 +682,12 @@ def test_spmm_slot_winners(max_in, slot, reduce):
     assert not valid[0].any() and not valid[:, 69].any()     # no in-edges; all NaN
     at = (indptr[:-1, None] + slots.long()).clamp(max=indices.numel() - 1)
     assert torch.equal(indices[at][valid], ids.long()[valid])
-    # products and broadcasts have no slot winners: 'slots' means ids there
+    # broadcasts have no slot winners: 'slots' means ids there
     w = rand((src.numel(), 70), F32, 6).float()
-    for op, rhs in (("mul", w), ("add", w[:, :1])):
-        _, l_ids, e_ids = K.gspmm(op, reduce, indptr, indices, eid, x, rhs, need_arg="slots")
-        assert l_ids.dtype == e_ids.dtype == torch.int32
-    # sums and edge copies record one slot array naming the edge
-    for op, operands in (("add", (x, w)), ("copy_rhs", (None, w))):
+    _, l_ids, e_ids = K.gspmm("add", reduce, indptr, indices, eid, x, w[:, :1], need_arg="slots")
+    assert l_ids.dtype == e_ids.dtype == torch.int32
+    # sums, products and edge copies record one slot array naming the edge
+    for op, operands in (("add", (x, w)), ("mul", (x, w)), ("div", (x, w + 2)), ("copy_rhs", (None, w))):
         _, op_slots, none = K.gspmm(op, reduce, indptr, indices, eid, *operands, need_arg="slots")
         _, _, e_ids = K.gspmm(op, reduce, indptr, indices, eid, *operands, need_arg=True)
         assert none is None and op_slots.dtype == slot
@@ -746,6 +745,62 @@ def test_gather_winners_matches_plain_loop(dtype, F, max_in):
     assert_close(scatter_winners(ids, grad, None, N, F).to(dtype), expected, dtype)
     wide = gather_winners(indptr, dst_r, slot_of, grad, winners, out_dtype=F64 if dtype != F64 else F32)
     assert wide.dtype == (F64 if dtype != F64 else F32)
+
+
+@pytest.mark.parametrize("dtype", [F64, F32, BF16], ids=["f64", "f32", "bf16"])
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("F", [64, 5])
+@pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
+def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in):
+    """u_mul_e/u_div_e max from slot winners: the node gradient sums grad * (or /) the winning edge's
+    operand over each source's out-edges; the edge gradient is grad * x[u] (mul) or -grad * x[u] / w^2
+    (div) where the edge won, else 0; both against float64 plain loops, with any thread count."""
+    from mpgraph.ops._cpu._backend import _csr_slots
+    from mpgraph.ops._cpu.scatter import edge_winners, gather_winners
+
+    src, dst, N = slot_graph(max_in, seed=F + 1)
+    perm = torch.randperm(src.numel(), generator=torch.Generator().manual_seed(2))
+    src, dst = src[perm], dst[perm]                         # edge ids in no particular order
+    index = Index.from_coo(src, dst, N, N)
+    indptr_c, indices_c, eid_c = index.csc()
+    E = src.numel()
+    x = rand((N, F), dtype, 8).to(dtype)
+    w = rand((E, F), dtype, 9, positive=True).to(dtype)
+    _, winners, none = K.gspmm(op, "max", indptr_c, indices_c, eid_c, x, w, need_arg="slots")
+    assert none is None and winners.dtype in (torch.uint8, torch.int16)
+    grad = rand((N, F), dtype, 10).to(dtype)
+    pos = torch.empty(E, dtype=torch.int64)                 # each edge's offset in its destination's row
+    pos[eid_c] = torch.arange(E) - indptr_c[dst[eid_c]]
+    xd, wd, gd = x.double(), w.double(), grad.double()
+    node = torch.zeros(N, F, dtype=F64)
+    edge = torch.zeros(E, F, dtype=F64)
+    for e in range(E):
+        u, v = int(src[e]), int(dst[e])
+        hit = winners[v].long() == int(pos[e])
+        node[u] += torch.where(hit, gd[v] * wd[e] if op == "mul" else gd[v] / wd[e], 0.0)
+        edge[e] = torch.where(hit, gd[v] * xd[u] if op == "mul" else -gd[v] * xd[u] / (wd[e] * wd[e]), 0.0)
+    indptr_r, dst_r, eid_r = index.csr()
+    slot_of = _csr_slots(index, winners.dtype)
+    before = torch.get_num_threads()
+    got = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            got.append((gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w),
+                        edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x,
+                                     rhs=w if op == "div" else None)))
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(got[0], got[1]):
+        assert torch.equal(a, b) and a.dtype == dtype
+    assert_close(got[0][0], node, dtype)
+    assert_close(got[0][1], edge, dtype)
+    with pytest.raises(ValueError, match="expected eid"):
+        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w[:, :1])
+    with pytest.raises(ValueError, match="expected src"):
+        edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c[:1], lhs=x, rhs=w)
+    with pytest.raises(ValueError, match="expected op"):
+        edge_winners(indptr_c, eid_c, grad, winners, op="pow")
 
 
 def test_gather_winners_rejects_bad_input():

@@ -160,30 +160,41 @@ def pick_winners(winner, src, pos, cols):
     return kernel(winner, src, pos, cols)
 
 
-def gather_winners_supports(index, grad, winners, out_dtype):
-    """Whether :func:`gather_winners` runs this call: CPU float gradient, uint8/int16 slots, Numba present."""
-    return winners.device.type == "cpu" and winners.dtype in (torch.uint8, torch.int16) and _ok((grad,), out_dtype)
+def gather_winners_supports(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
+    """Whether :func:`gather_winners` runs this call: CPU float operands, uint8/int16 slots, Numba present."""
+    return (winners.device.type == "cpu" and winners.dtype in (torch.uint8, torch.int16)
+            and _ok((grad, rhs), out_dtype))
 
 
-def gather_winners(index, grad, winners, out_dtype):
+def _factor(op):
+    """The slot-winner kernels' name for what multiplies the gradient: 'mul', 'div' or 'copy'."""
+    return op if op in ("mul", "div") else "copy"
+
+
+def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
     """The node operand's max/min gradient from slot winners, gathered per source's out-edges (:mod:`.scatter`)."""
     from .scatter import gather_winners as kernel
 
-    indptr, dst, _ = index.csr()
-    return kernel(indptr, dst, _csr_slots(index, winners.dtype), grad, winners, out_dtype=out_dtype)
+    indptr, dst, eid = index.csr()
+    factor = _factor(op)
+    return kernel(indptr, dst, _csr_slots(index, winners.dtype), grad, winners, out_dtype=out_dtype, op=factor,
+                  eid=eid if factor != "copy" else None, other=rhs if factor != "copy" else None)
 
 
-def edge_winners_supports(index, grad, winners, out_dtype):
+def edge_winners_supports(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
     """Whether :func:`edge_winners` runs this call: as :func:`gather_winners_supports`."""
-    return gather_winners_supports(index, grad, winners, out_dtype)
+    return gather_winners_supports(index, grad, winners, out_dtype) and _ok((lhs, rhs), out_dtype)
 
 
-def edge_winners(index, grad, winners, out_dtype):
+def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
     """The edge operand's max/min gradient from slot winners, one pass over ``index.csc()`` (:mod:`.scatter`)."""
     from .scatter import edge_winners as kernel
 
-    indptr, _, eid = _csc(index)
-    return kernel(indptr, eid, grad, winners, out_dtype=out_dtype)
+    indptr, src, eid = _csc(index)
+    factor = _factor(op)
+    return kernel(indptr, eid, grad, winners, out_dtype=out_dtype, op=factor,
+                  src=src if factor != "copy" else None, lhs=lhs if factor != "copy" else None,
+                  rhs=rhs if factor == "div" else None)
 
 
 def _csr_slots(index, dtype):

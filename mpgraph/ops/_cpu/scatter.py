@@ -197,17 +197,24 @@ GATHER_PREFETCH = 16
 GATHER_WIDTHS = (64, 128)
 
 
-def _make_gather_rows(W):
+#: what multiplies ``G`` in the slot-winner passes: nothing (copies, sums, differences), the other operand
+#: (``mul``), or divides it (``div``); compile-time constants of the kernels
+FACTORS = {"copy": 0, "mul": 1, "div": 2}
+
+
+def _make_gather_rows(W, factor):
     """Source rows ``[r0, r1)`` of :func:`gather_winners`: ``W`` columns, a compile-time constant (a stack
-    accumulator LLVM keeps in vector registers), or ``W == 0`` (runtime ``F`` into the scratch row)."""
+    accumulator LLVM keeps in vector registers), or ``W == 0`` (runtime ``F`` into the scratch row);
+    ``factor`` (:data:`FACTORS`) says whether ``G`` is multiplied or divided by the edge's ``other`` row."""
     size = max(W, 1)
 
-    @njit(fastmath={"reassoc", "contract"})
-    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf):
+    # numpy's error model: a division by zero gives inf/nan (as torch) and needs no test per element
+    @njit(fastmath={"reassoc", "contract"}, error_model="numpy")
+    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf, eid, other):
         n = W if W > 0 else F
         acc = stack_acc(gx, size) if W > 0 else scratch
         zero = acc_zero(gx)
-        g_line, w_line = line_elems(G), line_elems(win)
+        g_line, w_line, o_line = line_elems(G), line_elems(win), line_elems(other)
         E_end = raw_get(indptr, indptr.size - 1)
         for r in range(r0, r1):
             for j in range(n):
@@ -219,47 +226,62 @@ def _make_gather_rows(W):
                         prefetch(G, vp + t)
                     for t in range(0, n, w_line):
                         prefetch(win, vp + t)
+                    if factor != 0:                     # and that edge's row of the other operand
+                        op_ = raw_get(eid, k + pf) * n
+                        for t in range(0, n, o_line):
+                            prefetch(other, op_ + t)
                 b = raw_get(indices, k) * n
                 me = raw_get(slot_of, k)
-                for j in range(n):                  # branch-free: G where this edge won column j
-                    acc[j] += select(raw_get(win, b + j) == me, to_acc(gx, load(G, b + j)), zero)
+                if factor == 0:
+                    for j in range(n):              # branch-free: G where this edge won column j
+                        acc[j] += select(raw_get(win, b + j) == me, to_acc(gx, load(G, b + j)), zero)
+                else:
+                    ob = raw_get(eid, k) * n
+                    for j in range(n):              # G * other (or G / other) where this edge won
+                        g = to_acc(gx, load(G, b + j))
+                        o = to_acc(gx, load(other, ob + j))
+                        m = g * o if factor == 1 else g / o
+                        acc[j] += select(raw_get(win, b + j) == me, m, zero)
             for j in range(n):
                 store(gx, r * n + j, acc[j])
 
     return rows
 
 
-_GATHER_ROWS = {W: _make_gather_rows(W) for W in GATHER_WIDTHS + (0,)}
+_GATHER_ROWS = {(W, f): _make_gather_rows(W, f) for W in GATHER_WIDTHS + (0,) for f in FACTORS.values()}
 
 
 @functools.cache
-def _gather_kernel(W):
+def _gather_kernel(W, factor):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    rows = _GATHER_ROWS[W]
+    rows = _GATHER_ROWS[W, factor]
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf):
+    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other):
         _ = source_hash
-        indptr, indices, slot_of = borrow(indptr), borrow(indices), borrow(slot_of)
-        G, win, gx = borrow(G), borrow(win), borrow(gx)
+        indptr, indices, slot_of, eid = borrow(indptr), borrow(indices), borrow(slot_of), borrow(eid)
+        G, win, gx, other = borrow(G), borrow(win), borrow(gx), borrow(other)
         owner = alloc_acc(gx, F if W == 0 else 1)    # one scratch row per thread, not per row
         scratch = borrow(owner)
         c = atomic_fetch_add(counter, 0, 1)
         while c < bounds.size - 1:
-            rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, slot_of, G, win, gx, F, scratch, pf)
+            rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, slot_of, G, win, gx, F, scratch, pf,
+                 eid, other)
             c = atomic_fetch_add(counter, 0, 1)
         owner[0] = 0    # keeps the scratch owner alive past the loop
 
     return kernel
 
 
-def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, prefetch_distance=None):
-    """The node operand's gradient of max/min (``copy_u``, ``u_add_e``, ``u_sub_e``) from slot winners, by source row.
+def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, prefetch_distance=None, op="copy",
+                   eid=None, other=None):
+    """The node operand's gradient of max/min (``copy_u``, ``u_{add,sub,mul,div}_e``) from slot winners, by source row.
 
     .. math::
 
         \\mathrm{out}[u, f] = \\sum_{k = \\mathrm{indptr}[u]}^{\\mathrm{indptr}[u+1]-1}
-            [\\mathrm{winners}[v_k, f] = \\mathrm{slot\\_of}[k]]\\; \\mathrm{grad}[v_k, f],
+            [\\mathrm{winners}[v_k, f] = \\mathrm{slot\\_of}[k]]\\; \\mathrm{grad}[v_k, f]\\;
+            (\\times \\text{ or } \\div\\ \\mathrm{other}[\\mathrm{eid}[k], f]),
         \\qquad v_k = \\mathrm{indices}[k]
 
     Parameters
@@ -281,6 +303,13 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         is float64) and round once.
     prefetch_distance : int, optional
         Software prefetch distance in edges (0 disables); default :data:`GATHER_PREFETCH`.
+    op : {'copy', 'mul', 'div'}, default 'copy'
+        ``'mul'``/``'div'``: each term is multiplied/divided by the edge operand ``other`` at the slot's edge
+        (the gradient of ``u_mul_e``/``u_div_e`` with respect to ``u``).
+    eid : Tensor int64 ``(E,)``, optional
+        Edge id of each out-edge slot (``Index.csr()[2]``); needed with ``'mul'``/``'div'``.
+    other : Tensor ``(E, F)``, optional
+        The edge operand in edge-id order; needed with ``'mul'``/``'div'``.
 
     Returns
     -------
@@ -309,12 +338,20 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         raise ValueError(f"expected grad (N_dst, F), winners of its shape and slot_of of indices' {indices.numel()} "
                          f"elements, got grad {tuple(grad.shape)}, winners {tuple(winners.shape)}, slot_of "
                          f"{tuple(slot_of.shape)}")
+    if op not in FACTORS:
+        raise ValueError(f"expected op in {tuple(FACTORS)}, got {op!r}")
+    E = indices.numel()
+    if op != "copy":
+        check_index("eid", eid)
+        check_float("other", other, min_dim=2)
+        if eid.numel() != E or other.dim() != 2 or tuple(other.shape) != (E, grad.shape[1]):
+            raise ValueError(f"expected eid of {E} elements and other ({E}, {grad.shape[1]}) with op {op!r}, got "
+                             f"eid {None if eid is None else eid.numel()}, other {tuple(other.shape)}")
     out_dtype = out_dtype or grad.dtype
     N_src, F = indptr.numel() - 1, grad.shape[1]
     # float64 accumulation whenever float64 is involved; the result is rounded once at the end
     work_dtype = torch.float64 if torch.float64 in (grad.dtype, out_dtype) else out_dtype
     gx = empty_out((max(N_src, 0), F), work_dtype)
-    E = indices.numel()
     if N_src <= 0 or F == 0 or E == 0:
         return gx.zero_().to(out_dtype)
     indptr_np = index_view(indptr.contiguous())
@@ -322,9 +359,11 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
     W = F if F in GATHER_WIDTHS else 0
-    run_parallel(_gather_kernel(W), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
+    factor = FACTORS[op]
+    run_parallel(_gather_kernel(W, factor), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
-                 kernel_view(gx), F, pf)
+                 kernel_view(gx), F, pf, index_view(eid.contiguous() if factor else None),
+                 kernel_view(other.contiguous() if factor else grad[:0]))
     return gx if work_dtype == out_dtype else gx.to(out_dtype)
 
 
@@ -340,15 +379,18 @@ def _as_slot_impl(win, k):
 
 
 @functools.cache
-def _edge_kernel():
+def _edge_kernel(factor):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True, fastmath={"contract"})
-    def kernel(counter, bounds, indptr, eid, G, win, ge, F):
+    @njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+    def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf):
         _ = source_hash
         indptr, eid, G, win, ge = borrow(indptr), borrow(eid), borrow(G), borrow(win), borrow(ge)
+        src, lhs, rhs = borrow(src), borrow(lhs), borrow(rhs)
         use_eid = eid.size > 0
         zero = acc_zero(ge)
+        x_line = line_elems(lhs)
+        E_end = raw_get(indptr, indptr.size - 1)
         c = atomic_fetch_add(counter, 0, 1)
         while c < bounds.size - 1:
             for v in range(raw_get(bounds, c), raw_get(bounds, c + 1)):
@@ -357,15 +399,32 @@ def _edge_kernel():
                 for k in range(k0, raw_get(indptr, v + 1)):
                     e = raw_get(eid, k) if use_eid else k
                     me = _as_slot(win, k - k0)
-                    for j in range(F):              # [F] G where this edge won column j, else 0
-                        store(ge, e * F + j, select(raw_get(win, b + j) == me, to_acc(ge, load(G, b + j)), zero))
+                    if factor == 0:
+                        for j in range(F):          # [F] G where this edge won column j, else 0
+                            store(ge, e * F + j, select(raw_get(win, b + j) == me, to_acc(ge, load(G, b + j)), zero))
+                        continue
+                    if pf > 0 and k + pf < E_end:   # the source row pf edges ahead (a random gather)
+                        up = raw_get(src, k + pf) * F
+                        for t in range(0, F, x_line):
+                            prefetch(lhs, up + t)
+                    ub = raw_get(src, k) * F
+                    for j in range(F):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
+                        m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
+                        if factor == 2:
+                            r = to_acc(ge, load(rhs, e * F + j))
+                            m = -m / (r * r)
+                        store(ge, e * F + j, select(raw_get(win, b + j) == me, m, zero))
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
 
 
-def edge_winners(indptr, eid, grad, winners, *, out_dtype=None):
+def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=None, lhs=None, rhs=None,
+                 prefetch_distance=None):
     """The edge operand's gradient of max/min from slot winners: ``grad`` where the edge won, else 0.
+
+    With ``op='mul'`` the value where the edge won is ``grad * lhs[src]`` (the gradient of ``u_mul_e``
+    with respect to ``e``), with ``op='div'`` it is ``-grad * lhs[src] / rhs[e]^2`` (of ``u_div_e``).
 
     .. math::
 
@@ -383,7 +442,17 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None):
     winners : Tensor uint8 or int16 ``(R, F)``
         The forward's slot winners (``gspmm(..., need_arg='slots')``).
     out_dtype : torch.dtype, optional
-        Result dtype, default ``grad``'s (each value is ``grad``'s, converted once).
+        Result dtype, default ``grad``'s (each value is computed in float32, float64 for float64 results,
+        and rounded once).
+    op : {'copy', 'mul', 'div'}, default 'copy'
+    src : Tensor int64 ``(E,)``, optional
+        Source node of each slot (``Index.csc()[1]``); needed with ``'mul'``/``'div'``.
+    lhs : Tensor ``(N_src, F)``, optional
+        The node operand; needed with ``'mul'``/``'div'``.
+    rhs : Tensor ``(E, F)``, optional
+        The edge operand in edge-id order; needed with ``'div'``.
+    prefetch_distance : int, optional
+        Software prefetch distance in edges for the ``lhs`` rows (0 disables); default :data:`GATHER_PREFETCH`.
 
     Returns
     -------
@@ -410,12 +479,33 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None):
                          f"{tuple(grad.shape)}, winners {tuple(winners.shape)}, eid "
                          f"{None if eid is None else eid.numel()}")
     F = grad.shape[1]
-    ge = empty_out((E, F), out_dtype or grad.dtype)
+    if op not in FACTORS:
+        raise ValueError(f"expected op in {tuple(FACTORS)}, got {op!r}")
+    factor = FACTORS[op]
+    if factor:
+        check_index("src", src)
+        check_float("lhs", lhs, min_dim=2)
+        if src.numel() != E or lhs.dim() != 2 or lhs.shape[1] != F:
+            raise ValueError(f"expected src of {E} elements and lhs (N_src, {F}) with op {op!r}, got src "
+                             f"{None if src is None else src.numel()}, lhs {tuple(lhs.shape)}")
+    if factor == 2:
+        check_float("rhs", rhs, min_dim=2)
+        if tuple(rhs.shape) != (E, F):
+            raise ValueError(f"expected rhs ({E}, {F}) with op 'div', got {tuple(rhs.shape)}")
+    out_dtype = out_dtype or grad.dtype
+    # float64 arithmetic whenever float64 is involved; each value is rounded once
+    work_dtype = torch.float64 if torch.float64 in (grad.dtype, out_dtype) else out_dtype
+    ge = empty_out((E, F), work_dtype)
     if E == 0 or F == 0:
-        return ge
+        return ge.to(out_dtype)
     indptr_np = index_view(indptr.contiguous())
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
-    run_parallel(_edge_kernel(), nthreads, bounds, indptr_np, index_view(None if eid is None else eid.contiguous()),
-                 kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F)
-    return ge
+    pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
+    run_parallel(_edge_kernel(factor), nthreads, bounds, indptr_np,
+                 index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
+                 winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
+                 index_view(src.contiguous() if factor else None),
+                 kernel_view(lhs.contiguous() if factor else grad[:0]),
+                 kernel_view(rhs.contiguous() if factor == 2 else grad[:0]), pf)
+    return ge if work_dtype == out_dtype else ge.to(out_dtype)

@@ -520,7 +520,7 @@ def winner_dtype(num_ids):
 
 #: ops whose max/min can record slot winners (``need_arg='slots'``): the messages that are an operand as it
 #: is or a sum/difference of two, so each operand's gradient is the output's gradient at the winner
-SLOT_OPS = ("copy_lhs", "copy_rhs", "add", "sub")
+SLOT_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
 
 
 def slot_dtype(max_row, otherwise):
