@@ -176,7 +176,7 @@ Kernels by op:
     ``op='mul'``: ``grad[v, f] * lhs[u, f]`` there (``lhs: (N_src, F)``, ``u`` the
     edge's source); ``op='div'``: ``-grad[v, f] * lhs[u, f] / rhs[e, f]^2``.
 
-``scatter_winners(winner, coef, pos, rows, cols) -> out``
+``scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
     ``arg_u``/``arg_e`` of the forward, -1 where a row had no edge), ``coef: (R, F)``
     any float dtype (the gradient, already multiplied by the other operand where the
@@ -186,6 +186,10 @@ Kernels by op:
     ``coef``'s accumulator dtype (float32 for 16-bit ``coef``)::
 
         out[winner[r, f], pos[f]] += coef[r, f]     for winner[r, f] >= 0
+
+    ``disjoint_rows=True`` promises that different ``r`` never share a winner (the
+    edge operand: an edge wins only in its own destination's row), so a kernel may
+    split the rows among threads.
 """
 
 import contextlib
@@ -475,12 +479,12 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
         return fn(index, out, grad_out, out_dtype)
 
 
-def scatter_winners(winner, coef, pos, rows, cols):
+def scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     """Run the selected scatter-to-winners kernel; answers empty cases itself. Returns ``(rows, cols)``."""
     if winner.numel() == 0 or rows == 0 or cols == 0:
         return torch.zeros(rows, cols, dtype=accum_dtype(coef.dtype), device=coef.device)
-    fn = _choose("scatter_winners", winner, coef, pos, rows, cols)
-    return fn(winner, coef, pos, rows, cols)
+    fn = _choose("scatter_winners", winner, coef, pos, rows, cols, disjoint_rows)
+    return fn(winner, coef, pos, rows, cols, disjoint_rows)
 
 
 def pick_winners(winner, src, pos, cols):

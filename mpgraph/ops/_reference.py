@@ -143,9 +143,9 @@ def pick_winners(winner, src, pos, cols):
     return torch.where(winner >= 0, picked, 0.0)
 
 
-def scatter_winners(winner, coef, pos, rows, cols):
+def scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     """``out[winner[r, f], pos[f]] += coef[r, f]`` for ``winner >= 0`` with ``index_add_`` (any device), in
-    ``coef``'s accumulator dtype."""
+    ``coef``'s accumulator dtype (``disjoint_rows`` is a scheduling hint; index_add_ needs none)."""
     valid = winner >= 0
     F = coef.shape[1]
     acc = accum_dtype(coef.dtype)

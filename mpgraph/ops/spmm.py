@@ -253,12 +253,12 @@ def _weight_heads(bcast, itemsize):
     return None
 
 
-def _scatter_winners(winner, coef, pos, rows, cols):
+def _scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     """The max/min backward scatter: the selected kernel, or (create_graph=True) differentiable index_add_."""
     if _double_backward(coef):
         from ._reference import scatter_winners as differentiable
         return differentiable(winner, coef, pos, rows, cols)
-    return _dispatch.scatter_winners(winner, coef, pos, rows, cols)
+    return _dispatch.scatter_winners(winner, coef, pos, rows, cols, disjoint_rows)
 
 
 #: dtypes of slot winners (the dispatch's ``spmm(..., need_arg='slots')``); ids are int32/int64
@@ -334,7 +334,8 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
         if op in ("mul", "div"):
             x = at_winners(arg_u, lhs, L, bcast.lhs_off)
             coef = coef * x if op == "mul" else -coef * x / (r_won * r_won)
-        grad = _scatter_winners(arg_e, coef, bcast.rhs_off, E, R)
+        # an edge wins only within its own destination's row: rows never share a winner here
+        grad = _scatter_winners(arg_e, coef, bcast.rhs_off, E, R, disjoint_rows=True)
         if op == "sub":     # d (l - r) / d r = -1: negate the sums (exact), not every coefficient
             grad = -grad if _double_backward(grad) else grad.neg_()
         grad_rhs = grad.to(rhs.dtype)

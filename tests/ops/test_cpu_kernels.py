@@ -576,6 +576,39 @@ def test_scatter_winners_matches_plain_loop(dtype, broadcast, winner_dtype):
     assert not torch.isnan(results[0]).any()
 
 
+@pytest.mark.parametrize("dtype", [F64, F32, BF16], ids=["f64", "f32", "bf16"])
+@pytest.mark.parametrize("broadcast", [False, True], ids=["identity", "broadcast"])
+def test_scatter_winners_with_disjoint_rows_splits_rows(dtype, broadcast):
+    """``disjoint_rows``: rows that never share a winner (an edge operand's) are split among threads, with a
+    broadcast ``pos`` too, and give the plain loop's sums with any thread count."""
+    from mpgraph.ops._cpu.scatter import scatter_winners
+
+    gen = torch.Generator().manual_seed(13)
+    R, F = 3000, 12                                         # more rows than one work chunk
+    rows = 3 * R
+    winner = 3 * torch.arange(R)[:, None] + torch.randint(0, 3, (R, F), generator=gen)   # row r: 3r .. 3r+2
+    winner[torch.rand(R, F, generator=gen) < 0.2] = -1
+    coef = torch.randn(R, F, generator=gen, dtype=F64).to(dtype)
+    pos = torch.arange(F) % 4 if broadcast else None
+    cols = 4 if broadcast else F
+    expected = torch.zeros(rows, cols, dtype=F64)
+    for r in range(R):
+        for f in range(F):
+            if winner[r, f] >= 0:
+                expected[winner[r, f], f if pos is None else pos[f]] += coef[r, f].double()
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            results.append(scatter_winners(winner.int(), coef, pos, rows, cols, disjoint_rows=True))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[1])
+    assert_close(results[0], expected, F64 if dtype == F64 else F32)
+    assert torch.equal(results[0], scatter_winners(winner.int(), coef, pos, rows, cols))   # same sums, same order
+
+
 def test_scatter_winners_rejects_bad_input():
     from mpgraph.ops._cpu.scatter import scatter_winners
 

@@ -136,16 +136,16 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
     return kernel(indptr, eid, out, grad_out, out_dtype=out_dtype)
 
 
-def scatter_winners_supports(winner, coef, pos, rows, cols):
+def scatter_winners_supports(winner, coef, pos, rows, cols, disjoint_rows=False):
     """Whether :func:`scatter_winners` runs this call: CPU tensors and Numba present."""
     return winner.device.type == "cpu" and coef.device.type == "cpu" and coef.dtype in _FLOATS and _numba_ok()
 
 
-def scatter_winners(winner, coef, pos, rows, cols):
+def scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     """Max/min backward: add ``coef`` to each element's winner, one pass (:mod:`.scatter`)."""
     from .scatter import scatter_winners as kernel
 
-    return kernel(winner, coef, pos, rows, cols)
+    return kernel(winner, coef, pos, rows, cols, disjoint_rows)
 
 
 def pick_winners_supports(winner, src, pos, cols):

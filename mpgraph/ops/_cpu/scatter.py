@@ -79,7 +79,33 @@ def _kernel():
     return kernel
 
 
-def scatter_winners(winner, coef, pos, rows, cols):
+#: rows per work chunk of the row-parallel scatter (``disjoint_rows``)
+ROW_CHUNK = 1024
+
+
+@functools.cache
+def _row_kernel():
+    source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+
+    @njit(cache=True, nogil=True)
+    def kernel(counter, out, winner, coef, pos, R, F, cols, identity):
+        _ = source_hash
+        out, winner, coef, pos = borrow(out), borrow(winner), borrow(coef), borrow(pos)
+        c = atomic_fetch_add(counter, 0, 1)
+        while c * ROW_CHUNK < R:
+            for r in range(c * ROW_CHUNK, min(R, (c + 1) * ROW_CHUNK)):
+                base = r * F
+                for f in range(F):
+                    w = raw_get(winner, base + f)
+                    if w >= 0:
+                        i = w * cols + (f if identity else raw_get(pos, f))
+                        raw_set(out, i, raw_get(out, i) + load(coef, base + f))
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+def scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     """``out[winner[r, f] * cols + pos[f]] += coef[r, f]`` over ``winner >= 0``; returns ``(rows, cols)``.
 
     Parameters
@@ -92,6 +118,11 @@ def scatter_winners(winner, coef, pos, rows, cols):
         Output column of each ``f``; None means ``f`` itself (then ``cols == F``).
     rows, cols : int
         Shape of the result.
+    disjoint_rows : bool, default False
+        The caller's promise that two different ``r`` never name the same winner (the edge operand: an edge
+        wins only within its own destination's row). Threads then split the rows, also when ``pos``
+        broadcasts (which the split by columns cannot do: it runs on one thread); each output element still
+        receives its contributions from one row, in ``f`` order.
 
     Returns
     -------
@@ -111,6 +142,11 @@ def scatter_winners(winner, coef, pos, rows, cols):
         return out.reshape(rows, cols)
     identity = pos is None
     pos_np = np.zeros(0, np.int64) if identity else pos.contiguous().numpy()
+    if disjoint_rows and not identity:
+        nthreads = min(num_threads(R * F), (R + ROW_CHUNK - 1) // ROW_CHUNK)
+        run_parallel(_row_kernel(), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
+                     kernel_view(coef.contiguous()), pos_np, R, F, cols, identity)
+        return out.reshape(rows, cols)
     nthreads = num_threads(R * F) if identity else 1
     nthreads = min(nthreads, (F + MIN_COLUMN_BLOCK - 1) // MIN_COLUMN_BLOCK)
     width = min(MAX_COLUMN_BLOCK, max(MIN_COLUMN_BLOCK, (F // nthreads) // MIN_COLUMN_BLOCK * MIN_COLUMN_BLOCK))

@@ -202,12 +202,12 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
                                out_dtype=out_dtype)
 
 
-def scatter_winners_supports(winner, coef, pos, rows, cols):
+def scatter_winners_supports(winner, coef, pos, rows, cols, disjoint_rows=False):
     """Whether :func:`scatter_winners` runs this call (the backend's devices)."""
     return _device_ok(coef.device)
 
 
-def scatter_winners(winner, coef, pos, rows, cols):
+def scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     """Max/min backward scatter: ``index_add_`` (atomic adds on the GPU), which needs no Triton kernel."""
     from .._reference import scatter_winners as index_add_scatter
 
