@@ -79,27 +79,36 @@ def _kernel():
     return kernel
 
 
-#: rows per work chunk of the row-parallel scatter (``disjoint_rows``)
+#: rows per work chunk of the passes split by rows (the scatter with ``disjoint_rows``, :func:`pick_winners`)
 ROW_CHUNK = 1024
 
 
 @functools.cache
-def _row_kernel():
+def _row_kernel(pick):
+    """Rows split among threads, each element ``(r, f)`` at its winner ``w`` and column ``c = pos[f]``:
+    ``pick`` reads ``out[r, f] = vals[w, c]`` (0 where ``w < 0``), else the scatter adds
+    ``out[w, c] += vals[r, f]`` (race-free only when rows never share a winner)."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, out, winner, coef, pos, R, F, cols, identity):
+    def kernel(counter, out, winner, vals, pos, R, F, cols, identity):
         _ = source_hash
-        out, winner, coef, pos = borrow(out), borrow(winner), borrow(coef), borrow(pos)
+        out, winner, vals, pos = borrow(out), borrow(winner), borrow(vals), borrow(pos)
+        zero = acc_zero(out)
         c = atomic_fetch_add(counter, 0, 1)
         while c * ROW_CHUNK < R:
             for r in range(c * ROW_CHUNK, min(R, (c + 1) * ROW_CHUNK)):
                 base = r * F
                 for f in range(F):
                     w = raw_get(winner, base + f)
-                    if w >= 0:
-                        i = w * cols + (f if identity else raw_get(pos, f))
-                        raw_set(out, i, raw_get(out, i) + load(coef, base + f))
+                    col = f if identity else raw_get(pos, f)
+                    if pick:
+                        v = zero
+                        if w >= 0:
+                            v = to_acc(out, load(vals, w * cols + col))
+                        store(out, base + f, v)
+                    elif w >= 0:
+                        raw_set(out, w * cols + col, raw_get(out, w * cols + col) + load(vals, base + f))
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -144,7 +153,7 @@ def scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     pos_np = np.zeros(0, np.int64) if identity else pos.contiguous().numpy()
     if disjoint_rows and not identity:
         nthreads = min(num_threads(R * F), (R + ROW_CHUNK - 1) // ROW_CHUNK)
-        run_parallel(_row_kernel(), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
+        run_parallel(_row_kernel(False), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
                      kernel_view(coef.contiguous()), pos_np, R, F, cols, identity)
         return out.reshape(rows, cols)
     nthreads = num_threads(R * F) if identity else 1
@@ -153,34 +162,6 @@ def scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     run_parallel(_kernel(), nthreads, out.numpy(), winner.contiguous().reshape(-1).numpy(),
                  kernel_view(coef.contiguous()), pos_np, R, F, cols, identity, width, PREFETCH_ROWS)
     return out.reshape(rows, cols)
-
-
-#: rows per work chunk of :func:`pick_winners`
-PICK_CHUNK = 1024
-
-
-@functools.cache
-def _pick_kernel():
-    source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-
-    @njit(cache=True, nogil=True)
-    def kernel(counter, out, winner, src, pos, R, F, cols, identity):
-        _ = source_hash
-        out, winner, src, pos = borrow(out), borrow(winner), borrow(src), borrow(pos)
-        zero = acc_zero(out)
-        c = atomic_fetch_add(counter, 0, 1)
-        while c * PICK_CHUNK < R:
-            for r in range(c * PICK_CHUNK, min(R, (c + 1) * PICK_CHUNK)):
-                base = r * F
-                for f in range(F):
-                    w = raw_get(winner, base + f)
-                    v = zero
-                    if w >= 0:
-                        v = to_acc(out, load(src, w * cols + (f if identity else raw_get(pos, f))))
-                    store(out, base + f, v)
-            c = atomic_fetch_add(counter, 0, 1)
-
-    return kernel
 
 
 def pick_winners(winner, src, pos, cols):
@@ -221,8 +202,8 @@ def pick_winners(winner, src, pos, cols):
         return out
     identity = pos is None
     pos_np = np.zeros(0, np.int64) if identity else pos.contiguous().numpy()
-    nthreads = min(num_threads(R * F), (R + PICK_CHUNK - 1) // PICK_CHUNK)
-    run_parallel(_pick_kernel(), nthreads, kernel_view(out), winner.contiguous().reshape(-1).numpy(),
+    nthreads = min(num_threads(R * F), (R + ROW_CHUNK - 1) // ROW_CHUNK)
+    run_parallel(_row_kernel(True), nthreads, kernel_view(out), winner.contiguous().reshape(-1).numpy(),
                  kernel_view(src.contiguous().reshape(-1)), pos_np, R, F, cols, identity)
     return out
 
