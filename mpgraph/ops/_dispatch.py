@@ -19,7 +19,7 @@ its ``__init__.py``::
     KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports),
                "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
                "pick_winners": (fn, supports), "gather_winners": (fn, supports), "edge_winners": (fn, supports),
-               "spmm_mul_backward": (fn, supports)}
+               "spmm_mul_backward": (fn, supports), "div_edge_grad": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -137,6 +137,17 @@ Kernels by op:
 
     ``(R, F)`` in ``src``'s accumulator dtype (exact widening).
 
+``div_edge_grad(index, lhs, grad, rhs, out_dtype) -> grad_rhs``
+    The edge operand's gradient of a ``u_div_e`` sum without broadcast:
+    ``lhs: (N_src, F)``, ``grad: (N_dst, F)`` (the output's gradient, mean
+    already divided out), ``rhs: (E, F)`` in edge-ID order, dtypes may differ::
+
+        grad_rhs[k, f] = -lhs[src[k], f] * grad[dst[k], f] / rhs[k, f] ** 2
+
+    computed in the accumulator dtype (float64 when any operand is float64),
+    rounded once into ``out_dtype``; a zero divisor gives inf/nan as torch does.
+    ``(E, F)``, no ``(E, F)`` intermediate.
+
 ``spmm_mul_backward(index, grad, lhs, rhs, heads) -> (grad_lhs, grad_rhs)``
     Both gradients of a ``u_mul_e`` sum (the backward of ``spmm(..., 'mul',
     'sum', x, w)`` with ``x: (N_src, H, D)`` and one weight per edge and head,
@@ -205,12 +216,12 @@ from ..precision import accum_dtype, autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
            "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
-           "gather_winners", "edge_winners", "spmm_mul_backward", "capture", "restored",
+           "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
 OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
-       "gather_winners", "edge_winners", "spmm_mul_backward")
+       "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -524,6 +535,15 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads):
         return fn(index, grad, lhs, rhs, heads)
 
 
+def div_edge_grad(index, lhs, grad, rhs, out_dtype):
+    """Run the selected ``u_div_e`` edge gradient ``-x[u] * G[v] / w[e]**2``; answers empty cases itself. ``(E, F)``."""
+    if index.num_edges == 0 or rhs.shape[1] == 0:
+        return torch.zeros(rhs.shape, dtype=out_dtype, device=rhs.device)
+    fn = _choose("div_edge_grad", index, lhs, grad, rhs, out_dtype)
+    with autocast_disabled(rhs.device.type):
+        return fn(index, lhs, grad, rhs, out_dtype)
+
+
 def _register_builtin():
     from . import _reference, _torch_backend
     register("spmm", "reference", _reference.spmm)
@@ -544,6 +564,8 @@ def _register_builtin():
     register("edge_winners", "torch", _reference.edge_winners)
     register("spmm_mul_backward", "reference", _reference.spmm_mul_backward)
     register("spmm_mul_backward", "torch", _torch_backend.spmm_mul_backward)
+    register("div_edge_grad", "reference", _reference.div_edge_grad)
+    register("div_edge_grad", "torch", _reference.div_edge_grad)    # three fused torch passes; no better one
 
 
 _register_builtin()

@@ -202,6 +202,14 @@ def _scatter_slots(index, grad, winners, out_dtype, of, rows):
     return scatter_winners(slot_winner_ids(index, winners, of=of), grad, None, rows, grad.shape[1]).to(out_dtype)
 
 
+def div_edge_grad(index, lhs, grad, rhs, out_dtype):
+    """Reference ``u_div_e`` edge gradient ``-lhs[u] * grad[v] / rhs[e]**2`` by indexing (contract in
+    :mod:`mpgraph.ops._dispatch`)."""
+    acc = torch.float64 if torch.float64 in (lhs.dtype, grad.dtype, rhs.dtype, out_dtype) else torch.float32
+    w = rhs.to(acc)
+    return (-(lhs.to(acc)[index.src64] * grad.to(acc)[index.dst64]) / (w * w)).to(out_dtype)
+
+
 def spmm_mul_backward(index, grad, lhs, rhs, heads):
     """Reference fused ``u_mul_e`` sum backward (see :mod:`mpgraph.ops._dispatch` for the contract)."""
     acc = accum_dtype(grad.dtype)

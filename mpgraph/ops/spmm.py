@@ -190,7 +190,11 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
         else:  # mul, div: G[v] * rhs[e] or G[v] / rhs[e]
             t = gspmm_validated(rev, op, "sum", G, rhs_nd, odt)
         grad_lhs = sum_to_shape(t, bcast.lhs_shape).to(lhs.dtype).reshape(N_src, bcast.L)
-    if need_rhs:
+    elementwise = bcast.lhs_shape == bcast.rhs_shape == out_shape
+    if need_rhs and op == "div" and elementwise and not _double_backward(G, lhs, rhs):
+        # -x[u] * G[v] / w[e]^2 in one edge pass, rounded once into w's dtype: no (E, F) temporaries
+        grad_rhs = _dispatch.div_edge_grad(index, lhs, G.reshape(N_dst, bcast.F).contiguous(), rhs, rhs.dtype)
+    elif need_rhs:
         broadcast = bcast.rhs_shape != out_shape
         acc = accum_dtype(rhs.dtype)
         negate = False
@@ -314,6 +318,8 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
     def at_winners(winner, operand, width, off):
         """The other operand of a product at each element's winner, in its accumulator dtype (0 where none)."""
         if _double_backward(grad_out, lhs, rhs):    # differentiable indexing (create_graph=True)
+            # not _reference.pick_winners: it zeroes the picks of absent winners, and a zero divisor there
+            # (u_div_e) makes the double backward nan even though the scatter drops those coefficients
             idx = winner.clamp(min=0).long() * width + col(off)  # int64: winner * width must not overflow
             return operand.reshape(-1)[idx].to(accum_dtype(operand.dtype))
         return _dispatch.pick_winners(winner, operand.reshape(-1, width), off, width)

@@ -413,6 +413,45 @@ def test_division_by_zero_gives_inf_and_nan_as_torch(dtype):
     assert bool(out.isnan().any()) and bool(out.isinf().any())
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_sddmm_neg_div_square_is_the_u_div_e_edge_gradient(dtype):
+    """The epilogue ``-(x[u] * G[v]) / w[e]**2`` (u_div_e's edge gradient) against float64 on every graph
+    case, shuffled edge ids included; a zero divisor gives inf as torch does, and mixed operand dtypes
+    (a float32 mean-scaled G with 16-bit x and w) round once into the result's dtype."""
+    for case in CASES:
+        for shuffle in (False, True):
+            src, dst, n_src, n_dst, (indptr, indices, eid) = csc(case, shuffle)
+            E = src.numel()
+            x, G = rand((n_src, 2, 3), dtype, 1), rand((n_dst, 2, 3), dtype, 2)
+            w = rand((E, 2, 3), dtype, 3, positive=True)
+            out = K.gsddmm("mul", indptr, indices, eid, x.to(dtype), G.to(dtype), "u", "v", out_dtype=dtype,
+                           neg_div_square=w.to(dtype))
+            expected = -(x[src] * G[dst]) / (w * w)
+            assert out.dtype == dtype and out.shape == expected.shape, (case, out.shape)
+            assert_close(out, expected, dtype)
+    src, dst = torch.tensor([0, 1, 1]), torch.tensor([1, 0, 1])
+    indptr, indices, eid = Index.from_coo(src, dst, 2, 2).csc()
+    x, G = torch.tensor([[1.0, 2.0], [-3.0, 0.5]], dtype=F64), torch.tensor([[2.0, 1.0], [1.0, -4.0]], dtype=F64)
+    w = torch.tensor([[0.0, 2.0], [1.0, 0.5], [4.0, 0.0]], dtype=F64)
+    out = K.gsddmm("mul", indptr, indices, eid, x.to(dtype), G.float(), "u", "v", out_dtype=dtype,
+                   neg_div_square=w.to(dtype))
+    torch.testing.assert_close(out.to(F64), (-(x[src] * G[dst]) / (w * w)).to(dtype).to(F64), rtol=0, atol=0)
+
+
+def test_sddmm_neg_div_square_rejects_what_it_cannot_compute():
+    src, dst = torch.tensor([0, 1]), torch.tensor([1, 1])
+    indptr, indices, eid = Index.from_coo(src, dst, 2, 2).csc()
+    x = torch.ones(2, 3)
+    with pytest.raises(ValueError, match="elementwise op on operands of one feature shape"):
+        K.gsddmm("dot", indptr, indices, eid, x, x, neg_div_square=torch.ones(2, 1))
+    with pytest.raises(ValueError, match="elementwise op on operands of one feature shape"):
+        K.gsddmm("mul", indptr, indices, eid, x, torch.ones(2, 1), neg_div_square=torch.ones(2, 3))
+    with pytest.raises(ValueError, match=r"expected neg_div_square of shape \(2, 3\)"):
+        K.gsddmm("mul", indptr, indices, eid, x, x, neg_div_square=torch.ones(3, 3))
+    with pytest.raises(TypeError, match="neg_div_square"):
+        K.gsddmm("mul", indptr, indices, eid, x, x, neg_div_square=torch.ones(2, 3, dtype=torch.int32))
+
+
 def test_sddmm_dot_long_rows_fp32_accumulation():
     """fp16 dot over D=4096 of ones: exact in fp32, beyond fp16's integer range of 2048 steps."""
     src, dst, n, _ = torch.tensor([0, 1]), torch.tensor([1, 1]), 2, 2

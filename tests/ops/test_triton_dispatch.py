@@ -362,7 +362,7 @@ def test_triton_backend_registers_without_importing_triton():
         assert "triton" not in _dispatch.backends("spmm")
         return
     assert set(_triton.KERNELS) == {"spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners",
-                                    "pick_winners", "spmm_mul_backward"}
+                                    "pick_winners", "spmm_mul_backward", "div_edge_grad"}
     assert _dispatch.backend_status()["triton"] == "loaded"
     for op in ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward"):
         assert _dispatch.backends(op)[0] == "triton"

@@ -25,7 +25,7 @@ __all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", 
            "sddmm_supports", "edge_softmax_supports", "edge_softmax_backward_supports", "scatter_winners_supports",
            "pick_winners", "pick_winners_supports",
            "gather_winners", "gather_winners_supports", "edge_winners", "edge_winners_supports", "spmm_mul_backward",
-           "spmm_mul_backward_supports"]
+           "spmm_mul_backward_supports", "div_edge_grad", "div_edge_grad_supports"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
@@ -225,6 +225,19 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads):
     return grad_lhs.view(index.num_dst, H * D), grad_rhs
 
 
+def div_edge_grad_supports(index, lhs, grad, rhs, out_dtype):
+    """Whether :func:`div_edge_grad` runs this call: CPU float operands and Numba present."""
+    return _ok((lhs, grad, rhs), out_dtype)
+
+
+def div_edge_grad(index, lhs, grad, rhs, out_dtype):
+    """The ``u_div_e`` edge gradient in one gSDDMM pass over ``index.csc()`` with a divisor epilogue (:mod:`.sddmm`)."""
+    from .sddmm import gsddmm
+
+    indptr, src, eid = _csc(index)
+    return gsddmm("mul", indptr, src, eid, lhs, grad, "u", "v", out_dtype=out_dtype, neg_div_square=rhs)
+
+
 def _eid_inverse(index):
     """The csc slot of each edge id (the inverse of ``index.csc()``'s edge ids), built once per graph."""
     return index.cached("cpu.eid_inverse", lambda: _inverse(index.csc()[2]))
@@ -247,4 +260,5 @@ KERNELS = {
     "pick_winners": (pick_winners, pick_winners_supports),
     "gather_winners": (gather_winners, gather_winners_supports),
     "edge_winners": (edge_winners, edge_winners_supports),
+    "div_edge_grad": (div_edge_grad, div_edge_grad_supports),
 }

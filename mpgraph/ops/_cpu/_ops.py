@@ -155,3 +155,17 @@ def _is_dot_impl(op):
     if literal_value(op) == "dot":
         return lambda op: True
     return lambda op: False
+
+
+def divides_square(post):
+    """Compile-time constant: does the gSDDMM epilogue ``post`` divide by an edge operand squared?"""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(divides_square, prefer_literal=True)
+def _divides_square_impl(post):
+    if literal_value(post) is None:
+        return None
+    if literal_value(post) == "neg_div_sq":
+        return lambda post: True
+    return lambda post: False

@@ -21,7 +21,7 @@ from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, chunk_bound
                     kernel_view, load, num_threads, prefetch, raw_get, run_parallel, store)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       leading_offsets, needs_fp64_pass)
-from ._ops import SDDMM_OPS, binop, is_dot, uses_lhs, uses_rhs
+from ._ops import SDDMM_OPS, binop, divides_square, is_dot, uses_lhs, uses_rhs
 
 #: default software-prefetch distance in edges (0 disables)
 PREFETCH_DISTANCE = 16
@@ -36,9 +36,10 @@ def _pick(target, s, ek, r):
 
 
 @njit(fastmath={"reassoc", "contract"})
-def _sddmm_chunk(op, c, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target, rhs_target,
+def _sddmm_chunk(op, post, c, bounds, indptr, indices, eid, lhs, rhs, divisor, out, lhs_target, rhs_target,
                  layout, F, Fl, Fr, B, D, lhs_off, rhs_off, pf_dist, pf_lhs, pf_rhs, pf_step_l, pf_step_r):
-    """Edges of rows ``bounds[c] : bounds[c + 1]``."""
+    """Edges of rows ``bounds[c] : bounds[c + 1]``; ``post == 'neg_div_sq'`` (elementwise layout only) stores
+    ``-(a op b) / divisor[e]**2`` instead of ``a op b``."""
     E_end = raw_get(indptr, indptr.size - 1)
     use_eid = eid.size > 0
     zero = acc_zero(out)
@@ -69,7 +70,11 @@ def _sddmm_chunk(op, c, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target,
                 for j in range(F):
                     a = load(lhs, lb + j) if uses_lhs(op) else zero
                     b = load(rhs, rb + j) if uses_rhs(op) else zero
-                    store(out, ob + j, binop(op, a, b))
+                    if divides_square(post):   # d (l / r) / d r = -l / r^2, with l = x[u] * G[v] here
+                        w = load(divisor, ob + j)
+                        store(out, ob + j, binop("div", -binop(op, a, b), w * w))
+                    else:
+                        store(out, ob + j, binop(op, a, b))
             elif layout == RHS_BLOCK:
                 for h in range(Fr):
                     b = load(rhs, rb + h)
@@ -88,8 +93,9 @@ def _sddmm_chunk(op, c, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target,
 
 
 @functools.lru_cache(maxsize=None)
-def sddmm_kernel(op):
-    """The compiled gSDDMM kernel for one ``op``; dtypes specialise on first call.
+def sddmm_kernel(op, post="none"):
+    """The compiled gSDDMM kernel for one ``op`` and epilogue ``post`` (``'none'`` or ``'neg_div_sq'``);
+    dtypes specialise on first call.
 
     The edge loop is compiled with ``fastmath={'reassoc', 'contract'}`` so the fp32 dot
     over ``D`` vectorises (several fp32 partial sums, fused multiply-adds); no flag that
@@ -98,15 +104,15 @@ def sddmm_kernel(op):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target, rhs_target,
+    def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, divisor, out, lhs_target, rhs_target,
                layout, F, Fl, Fr, B, D, lhs_off, rhs_off, pf_dist, pf_lhs, pf_rhs, pf_step_l, pf_step_r):
         _ = source_hash
         nchunks = bounds.size - 1
         indptr, indices, eid, lhs, rhs = borrow(indptr), borrow(indices), borrow(eid), borrow(lhs), borrow(rhs)
-        out, lhs_off, rhs_off = borrow(out), borrow(lhs_off), borrow(rhs_off)
+        out, lhs_off, rhs_off, divisor = borrow(out), borrow(lhs_off), borrow(rhs_off), borrow(divisor)
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
-            _sddmm_chunk(op, c, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target, rhs_target,
+            _sddmm_chunk(op, post, c, bounds, indptr, indices, eid, lhs, rhs, divisor, out, lhs_target, rhs_target,
                          layout, F, Fl, Fr, B, D, lhs_off, rhs_off, pf_dist, pf_lhs, pf_rhs, pf_step_l, pf_step_r)
             c = atomic_fetch_add(counter, 0, 1)
 
@@ -114,7 +120,7 @@ def sddmm_kernel(op):
 
 
 def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *, out_dtype=None,
-           prefetch_distance=None):
+           prefetch_distance=None, neg_div_square=None):
     """Generalised SDDMM over the edges of a compressed structure, on raw tensors.
 
     .. math::
@@ -143,6 +149,11 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
         result or an operand is fp64, else fp32.
     prefetch_distance : int, optional
         Software prefetch distance in edges for operands gathered by ``u`` (0 disables).
+    neg_div_square : Tensor ``(E, *Fo)``, optional
+        An edge operand in edge-ID order, of the result's shape: the result is then
+        ``-phi(...) / neg_div_square[e] ** 2``, all in the accumulator type and rounded once
+        (the ``u_div_e`` edge gradient ``-x[u] * G[v] / w[e] ** 2`` in one pass). Elementwise
+        ops whose operands do not broadcast only.
 
     Returns
     -------
@@ -181,9 +192,11 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
     if op != "copy_lhs":
         check_float("rhs", rhs)
     check_out_dtype(out_dtype)
-    if needs_fp64_pass(out_dtype, lhs, rhs):
+    if neg_div_square is not None:
+        check_float("neg_div_square", neg_div_square)
+    if needs_fp64_pass(out_dtype, lhs, rhs, neg_div_square):
         return gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target, rhs_target, out_dtype=torch.float64,
-                      prefetch_distance=prefetch_distance).to(out_dtype)
+                      prefetch_distance=prefetch_distance, neg_div_square=neg_div_square).to(out_dtype)
     if lhs is None:
         lhs = rhs[:0]
     if rhs is None:
@@ -204,6 +217,13 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
     else:
         out_shape, layout, B, lhs_off, rhs_off = broadcast_layout(fl, fr)
         dtype = torch.promote_types(lhs.dtype, rhs.dtype)
+    if neg_div_square is not None:
+        if op in ("dot", "copy_lhs", "copy_rhs") or layout != SAME or fl != fr:
+            raise ValueError(f"neg_div_square needs an elementwise op on operands of one feature shape, got op "
+                             f"{op!r} on feature shapes {fl} and {fr}")
+        if tuple(neg_div_square.shape) != (E,) + tuple(out_shape):
+            raise ValueError(f"expected neg_div_square of shape {(E,) + tuple(out_shape)} (one row per edge, the "
+                             f"result's features), got {tuple(neg_div_square.shape)}")
     out = empty_out((E,) + tuple(out_shape), out_dtype or dtype)
     F = int(np.prod(out_shape, dtype=np.int64))  # for dot: one output per leading index
     if E == 0 or F == 0:
@@ -220,8 +240,10 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
     pf_rhs = (Fr * rhs_np.itemsize + 63) // 64 if rhs_target == "u" and op != "copy_lhs" else 0
     if pf_lhs == 0 and pf_rhs == 0:
         pf = 0
-    run_parallel(sddmm_kernel(op), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
-                 index_view(eid.contiguous() if eid is not None else None), lhs_np, rhs_np, kernel_view(out),
+    post = "none" if neg_div_square is None else "neg_div_sq"
+    divisor = kernel_view((rhs if neg_div_square is None else neg_div_square).contiguous())
+    run_parallel(sddmm_kernel(op, post), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
+                 index_view(eid.contiguous() if eid is not None else None), lhs_np, rhs_np, divisor, kernel_view(out),
                  TARGETS[lhs_target], TARGETS[rhs_target], layout, F, Fl, Fr, B, D,
                  index_view(lhs_off), index_view(rhs_off), pf, pf_lhs, pf_rhs,
                  64 // lhs_np.itemsize, 64 // rhs_np.itemsize)

@@ -32,7 +32,7 @@ from ._layout import fits_groups
 __all__ = ["KERNELS", "CPU_OPT_IN", "SPLIT", "cached_schedule", "unavailable_reason", "spmm", "sddmm", "edge_softmax",
            "edge_softmax_backward", "spmm_supports", "sddmm_supports", "edge_softmax_supports",
            "edge_softmax_backward_supports", "scatter_winners", "scatter_winners_supports", "pick_winners",
-           "pick_winners_supports", "spmm_mul_backward",
+           "pick_winners_supports", "div_edge_grad", "div_edge_grad_supports", "spmm_mul_backward",
            "spmm_mul_backward_supports"]
 
 #: Environment variable that lets the backend take CPU tensors (it then needs ``TRITON_INTERPRET=1``).
@@ -230,6 +230,18 @@ def pick_winners(winner, src, pos, cols):
     return indexed(winner, src, pos, cols)
 
 
+def div_edge_grad_supports(index, lhs, grad, rhs, out_dtype):
+    """Whether :func:`div_edge_grad` runs this call (the backend's devices)."""
+    return _device_ok(rhs.device)
+
+
+def div_edge_grad(index, lhs, grad, rhs, out_dtype):
+    """The ``u_div_e`` edge gradient: torch indexing and elementwise passes, no Triton kernel yet."""
+    from .._reference import div_edge_grad as indexed
+
+    return indexed(index, lhs, grad, rhs, out_dtype)
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "sddmm": (sddmm, sddmm_supports),
@@ -238,4 +250,5 @@ KERNELS = {
     "edge_softmax_backward": (edge_softmax_backward, edge_softmax_backward_supports),
     "scatter_winners": (scatter_winners, scatter_winners_supports),
     "pick_winners": (pick_winners, pick_winners_supports),
+    "div_edge_grad": (div_edge_grad, div_edge_grad_supports),
 }
