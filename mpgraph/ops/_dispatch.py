@@ -89,8 +89,10 @@ Kernels by op:
     needs a gradient: inference, ``torch.no_grad``) allows the kernel to skip
     tracking winners and return None for both; a kernel may ignore it.
     ``need_arg='slots'`` (passed only for max/min of ``copy_lhs``,
-    ``copy_rhs``, ``add`` and ``sub`` without a broadcast: ``bcast.lhs_off``
-    and ``bcast.rhs_off`` None) allows the kernel to return *slot winners* as
+    ``copy_rhs``, ``add``, ``sub``, ``mul`` and ``div`` whose node operand does
+    not broadcast, ``bcast.lhs_off`` None, and whose edge operand does not
+    either or is a block broadcast: one value per edge, or ``(E, H, 1)`` against
+    ``(N, H, D)``) allows the kernel to return *slot winners* as
     ``arg_u`` (with ``arg_e`` None, for every op): uint8 or int16
     ``(N_dst, F)``, the offset of the winning edge within its destination's
     in-edges in ``index.csc()`` order (the source is ``src[indptr[v] + slot]``,
@@ -169,7 +171,9 @@ Kernels by op:
 ``gather_winners(index, grad, winners, out_dtype, op='copy_lhs', rhs=None) -> grad_lhs``
     The node operand's gradient of max/min from slot winners (above;
     ``copy_lhs``, ``add``, ``sub``; for ``op`` ``'mul'``/``'div'`` each term is
-    also multiplied/divided by ``rhs[e, f]``, ``rhs: (E, F)`` in edge-ID order):
+    also multiplied/divided by ``rhs[e, f]``, ``rhs: (E, F)`` in edge-ID order,
+    or by ``rhs[e, f // B]`` for a block broadcast ``rhs: (E, H)``, ``B = F // H``:
+    one weight per edge, or GAT's ``(E, H, 1)`` against ``(N, H, D)``):
     ``grad: (N_dst, F)``, ``winners: (N_dst, F)`` uint8/int16, ``index`` the
     forward graph. For every edge ``e = (u -> v)`` whose offset in ``v``'s
     in-edges is ``s(e)``::
@@ -179,13 +183,18 @@ Kernels by op:
     accumulated in the accum dtype of ``promote(grad.dtype, out_dtype)``,
     rounded once: ``(N_src, F)`` in ``out_dtype``.
 
-``edge_winners(index, grad, winners, out_dtype, op='copy_rhs', lhs=None, rhs=None) -> grad_rhs``
+``edge_winners(index, grad, winners, out_dtype, op='copy_rhs', lhs=None, rhs=None, cols=None) -> grad_rhs``
     The edge operand's gradient of max/min from slot winners (``copy_rhs``,
     ``add``; ``sub`` negates it): for the edge ``e`` at offset ``s(e)`` in the
     in-edges of ``v``, ``grad_rhs[e, f] = grad[v, f]`` where
     ``winners[v, f] == s(e)``, else 0. ``(E, F)`` in ``out_dtype``, edge-ID order.
     ``op='mul'``: ``grad[v, f] * lhs[u, f]`` there (``lhs: (N_src, F)``, ``u`` the
     edge's source); ``op='div'``: ``-grad[v, f] * lhs[u, f] / rhs[e, f]^2``.
+    ``cols = H < F`` (``F % H == 0``; None means ``F``): the edge operand is a
+    block broadcast (``rhs: (E, H)`` for ``'div'``), and ``grad_rhs: (E, H)``
+    holds for each ``h`` the sum of those terms over columns ``h * B`` to
+    ``h * B + B - 1`` (``B = F // H``; ``'div'`` divides the sum of
+    ``grad * lhs`` by ``-rhs[e, h]^2``).
 
 ``scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
@@ -511,15 +520,18 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
     return _from_slots("gather_winners", index.num_src, index, grad, winners, out_dtype, op, rhs)
 
 
-def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
-    """Run the selected slot-winner edge gradient (max/min backward for the edge operand). ``(E, F)``."""
-    return _from_slots("edge_winners", index.num_edges, index, grad, winners, out_dtype, op, lhs, rhs)
+def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):
+    """Run the selected slot-winner edge gradient (max/min backward for the edge operand). ``(E, cols or F)``."""
+    if cols is None or cols == grad.shape[1]:   # old kernels registered without ``cols`` keep working
+        return _from_slots("edge_winners", index.num_edges, index, grad, winners, out_dtype, op, lhs, rhs)
+    return _from_slots("edge_winners", index.num_edges, index, grad, winners, out_dtype, op, lhs, rhs, cols,
+                       width=cols)
 
 
-def _from_slots(kernel, rows, index, grad, winners, out_dtype, *operands):
-    """A max/min gradient from slot winners (``kernel``: ``gather_winners``/``edge_winners``), ``(rows, F)``."""
+def _from_slots(kernel, rows, index, grad, winners, out_dtype, *operands, width=None):
+    """A max/min gradient from slot winners (``kernel``: ``gather_winners``/``edge_winners``): (rows, width or F)."""
     if index.num_edges == 0 or grad.shape[1] == 0:
-        return torch.zeros(rows, grad.shape[1], dtype=out_dtype, device=grad.device)
+        return torch.zeros(rows, grad.shape[1] if width is None else width, dtype=out_dtype, device=grad.device)
     fn = _choose(kernel, index, grad, winners, out_dtype, *operands)
     with autocast_disabled(grad.device.type):
         return fn(index, grad, winners, out_dtype, *operands)

@@ -171,22 +171,35 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
     """Reference node-operand max/min gradient from slot winners: the slots as source ids, then ``index_add_``
     (``op`` 'mul'/'div': ``grad`` times/over ``rhs`` at the winning edge first)."""
     if op in ("mul", "div"):
-        r = pick_winners(slot_winner_ids(index, winners, of="eid"), _wide(rhs, grad, out_dtype), None, grad.shape[1])
+        r = pick_winners(slot_winner_ids(index, winners, of="eid"), _wide(rhs, grad, out_dtype),
+                         _block_pos(grad.shape[1], rhs.shape[1], grad.device), rhs.shape[1])
         grad = _wide(grad, grad, out_dtype) * r if op == "mul" else _wide(grad, grad, out_dtype) / r
     return _scatter_slots(index, grad, winners, out_dtype, "src", index.num_src)
 
 
-def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
+def _block_pos(F, H, device):
+    """The edge operand's column of each of ``F`` features for a block broadcast of ``H`` columns (None: F == H)."""
+    return None if H == F else torch.arange(F, device=device) // (F // H)
+
+
+def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):
     """Reference max/min edge gradient from slot winners: the slots as edge ids, then ``index_add_``
-    (``op`` 'mul': ``grad * lhs`` at the winning source, 'div': ``-grad * lhs / rhs^2``)."""
+    (``op`` 'mul': ``grad * lhs`` at the winning source, 'div': ``-grad * lhs / rhs^2``); ``cols < F``: the
+    block broadcast's sums (contract in :mod:`mpgraph.ops._dispatch`)."""
+    F = grad.shape[1]
+    H = F if cols is None else cols
     if op in ("mul", "div"):
-        F = grad.shape[1]
         x = pick_winners(slot_winner_ids(index, winners, of="src"), _wide(lhs, grad, out_dtype), None, F)
         grad = _wide(grad, grad, out_dtype) * x
         if op == "div":
-            r = pick_winners(slot_winner_ids(index, winners, of="eid"), _wide(rhs, grad, out_dtype), None, F)
+            r = pick_winners(slot_winner_ids(index, winners, of="eid"), _wide(rhs, grad, out_dtype),
+                             _block_pos(F, H, grad.device), H)
             grad = -grad / (r * r)
-    return _scatter_slots(index, grad, winners, out_dtype, "eid", index.num_edges)
+    if H == F:
+        return _scatter_slots(index, grad, winners, out_dtype, "eid", index.num_edges)
+    wide = _scatter_slots(index, grad, winners, accum_dtype(torch.promote_types(grad.dtype, out_dtype)), "eid",
+                          index.num_edges)
+    return wide.reshape(index.num_edges, H, F // H).sum(-1).to(out_dtype)
 
 
 def _wide(t, grad, out_dtype):

@@ -130,7 +130,7 @@ class GSpMM(torch.autograd.Function):
         # without a broadcast may get them as 1- or 2-byte slots (a backend's choice), whose backward
         # gathers rows instead of scattering elements
         need_arg = any(ctx.needs_input_grad[5:7])
-        if need_arg and op in SLOT_OPS and bcast.lhs_off is None and bcast.rhs_off is None:
+        if need_arg and op in SLOT_OPS and _slot_rhs_width(bcast) is not None:
             need_arg = "slots"
         out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype, need_arg=need_arg)
         ctx.index, ctx.op, ctx.reduce_op, ctx.bcast = index, op, reduce_op, bcast
@@ -265,6 +265,21 @@ def _scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     return _dispatch.scatter_winners(winner, coef, pos, rows, cols, disjoint_rows)
 
 
+def _slot_rhs_width(bcast):
+    """The edge operand's width when max/min may record slot winners, else None: ``F`` when neither operand
+    broadcasts; ``R`` for a block broadcast of the edge operand against a node operand that does not
+    broadcast (one value per edge, ``R = 1``, or GAT's ``(E, H, 1)`` against ``(N, H, D)``, ``R = H``), whose
+    gradient sums each block's columns (``edge_winners(..., cols=R)``)."""
+    if bcast.lhs_off is not None:
+        return None
+    if bcast.rhs_off is None:
+        return bcast.F
+    out, rs = bcast.out_shape, bcast.rhs_shape
+    if bcast.R == 1 or (len(out) > 0 and len(rs) == len(out) and rs[:-1] == out[:-1] and rs[-1] == 1):
+        return bcast.R
+    return None
+
+
 #: dtypes of slot winners (the dispatch's ``spmm(..., need_arg='slots')``); ids are int32/int64
 SLOT_DTYPES = (torch.uint8, torch.int16)
 #: ops whose max/min may record slot winners: each operand's gradient is the output's at the winner (sub: minus),
@@ -307,7 +322,7 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
                 grad_lhs = _dispatch.gather_winners(index, grad_out, arg_u, lhs.dtype, op, rhs if products else None)
             if need_rhs:
                 grad_rhs = _dispatch.edge_winners(index, grad_out, arg_u, rhs.dtype, op, lhs if products else None,
-                                                  rhs if op == "div" else None)
+                                                  rhs if op == "div" else None, cols=R)
                 if op == "sub":
                     grad_rhs.neg_()     # a fresh (E, F) tensor: negated where it is, not copied
             return grad_lhs, grad_rhs

@@ -754,10 +754,13 @@ def test_spmm_slot_winners(max_in, slot, reduce):
     assert not valid[0].any() and not valid[:, 69].any()     # no in-edges; all NaN
     at = (indptr[:-1, None] + slots.long()).clamp(max=indices.numel() - 1)
     assert torch.equal(indices[at][valid], ids.long()[valid])
-    # broadcasts have no slot winners: 'slots' means ids there
+    # a broadcast node operand has no slot winners: 'slots' means ids there; a block-broadcast edge
+    # operand (one value per edge) records slots like no broadcast
     w = rand((src.numel(), 70), F32, 6).float()
-    _, l_ids, e_ids = K.gspmm("add", reduce, indptr, indices, eid, x, w[:, :1], need_arg="slots")
+    _, l_ids, e_ids = K.gspmm("add", reduce, indptr, indices, eid, x[:, :1], w, need_arg="slots")
     assert l_ids.dtype == e_ids.dtype == torch.int32
+    _, block_slots, none = K.gspmm("mul", reduce, indptr, indices, eid, x, w[:, :1], need_arg="slots")
+    assert none is None and block_slots.dtype == slot
     # sums, products and edge copies record one slot array naming the edge
     for op, operands in (("add", (x, w)), ("mul", (x, w)), ("div", (x, w + 2)), ("copy_rhs", (None, w))):
         _, op_slots, none = K.gspmm(op, reduce, indptr, indices, eid, *operands, need_arg="slots")
@@ -868,11 +871,74 @@ def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in
     assert_close(got[0][0], node, dtype)
     assert_close(got[0][1], edge, dtype)
     with pytest.raises(ValueError, match="expected eid"):
-        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w[:, :1])
+        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w[:-1])
     with pytest.raises(ValueError, match="expected src"):
         edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c[:1], lhs=x, rhs=w)
     with pytest.raises(ValueError, match="expected op"):
         edge_winners(indptr_c, eid_c, grad, winners, op="pow")
+
+
+@pytest.mark.parametrize("dtype", [F64, F32, BF16], ids=["f64", "f32", "bf16"])
+@pytest.mark.parametrize("op", ["add", "mul", "div"])
+@pytest.mark.parametrize("F, H", [(64, 1), (64, 4), (6, 1), (6, 3)], ids=["64x1", "64x4", "6x1", "6x3"])
+def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, F, H):
+    """The edge operand a block broadcast, ``(E, H)`` against ``(N, F)`` (one weight per edge, or GAT's
+    heads): the forward records slots, the node gradient multiplies (divides) by the edge's value of the
+    column's block, and the edge gradient sums each block's terms where the edge won (div: over -w^2);
+    against float64 plain loops, with any thread count."""
+    from mpgraph.ops._cpu._backend import _csr_slots
+    from mpgraph.ops._cpu.scatter import edge_winners, gather_winners
+
+    src, dst, N = slot_graph(200, seed=F + H)
+    perm = torch.randperm(src.numel(), generator=torch.Generator().manual_seed(4))
+    src, dst = src[perm], dst[perm]
+    index = Index.from_coo(src, dst, N, N)
+    indptr_c, indices_c, eid_c = index.csc()
+    E, B = src.numel(), F // H
+    x = rand((N, H, B), dtype, 8).to(dtype)
+    w = rand((E, H, 1), dtype, 9, positive=True).to(dtype)
+    _, winners, none = K.gspmm(op, "max", indptr_c, indices_c, eid_c, x, w, need_arg="slots")
+    assert none is None and winners.dtype == torch.uint8
+    winners = winners.reshape(N, F)
+    grad = rand((N, F), dtype, 10).to(dtype)
+    pos = torch.empty(E, dtype=torch.int64)
+    pos[eid_c] = torch.arange(E) - indptr_c[dst[eid_c]]
+    xd, wd, gd = x.double().reshape(N, F), w.double().reshape(E, H).repeat_interleave(B, 1), grad.double()
+    node = torch.zeros(N, F, dtype=F64)
+    edge = torch.zeros(E, F, dtype=F64)
+    for e in range(E):
+        u, v = int(src[e]), int(dst[e])
+        hit = winners[v].long() == int(pos[e])
+        factor = {"add": 1.0, "mul": wd[e], "div": 1 / wd[e]}[op]
+        node[u] += torch.where(hit, gd[v] * factor, 0.0)
+        term = {"add": gd[v], "mul": gd[v] * xd[u], "div": -gd[v] * xd[u] / (wd[e] * wd[e])}[op]
+        edge[e] = torch.where(hit, term, 0.0)
+    edge = edge.reshape(E, H, B).sum(-1)
+    indptr_r, dst_r, eid_r = index.csr()
+    slot_of = _csr_slots(index, winners.dtype)
+    products = op != "add"
+    w2 = w.reshape(E, H)
+    before = torch.get_num_threads()
+    got = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            got.append((gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op if products else "copy",
+                                       eid=eid_r if products else None, other=w2 if products else None),
+                        edge_winners(indptr_c, eid_c, grad, winners, op=op if products else "copy",
+                                     src=indices_c if products else None, lhs=xd.to(dtype) if products else None,
+                                     rhs=w2 if op == "div" else None, cols=H)))
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(got[0], got[1]):
+        assert torch.equal(a, b) and a.dtype == dtype
+    assert got[0][1].shape == (E, H)
+    assert_close(got[0][0], node, dtype)
+    assert_close(got[0][1], edge, dtype)
+    with pytest.raises(ValueError, match="expected cols dividing"):
+        edge_winners(indptr_c, eid_c, grad, winners, cols=F + 1)
+    with pytest.raises(ValueError, match="expected eid"):
+        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op="mul", eid=eid_r, other=torch.ones(E, F + 1))
 
 
 def test_gather_winners_rejects_bad_input():

@@ -167,10 +167,12 @@ def test_max_min_skip_winners_when_no_gradient_is_needed(index, reduce):
         ops.gspmm(index, "mul", reduce, x, w).sum().backward()
         w1 = torch.randn(index.num_edges, 1, requires_grad=True)
         ops.gspmm(index, "mul", reduce, x, w1).sum().backward()
+        ops.gspmm(index, "mul", reduce, x[:, :1], w).sum().backward()
     finally:
         _dispatch.unregister("spmm", "spy")
     # copies, sums, differences and products may take their winners as slots (a kernel without them returns
-    # ids); a broadcast operand asks for ids
-    assert flags == [False, False, "slots", "slots", True]
+    # ids), also with one weight per edge (a block broadcast of the edge operand); a broadcast node operand
+    # asks for ids
+    assert flags == [False, False, "slots", "slots", "slots", True]
     assert torch.equal(inference, plain) and torch.equal(inference, trained.detach())
     assert xr.grad is not None and float(xr.grad.sum()) == float((index.in_degrees() > 0).sum() * 3)

@@ -155,7 +155,10 @@ def test_fast_path_matches_reference(backend, case, dtype):
             # winners among tied (rounded) messages may differ between backends except 'torch'
             n = len(results["reference"]) if (backend == "torch" or dtype == torch.float32 or not extreme) else 1
             for i, (fast, ref) in enumerate(zip(results[backend][:n], results["reference"][:n])):
-                if extreme and i == 1 and op in ("mul", "div") and lhs is not None:
+                # an edge operand that broadcasts gets, per edge, the sum of the gradients of the output
+                # elements it fed: summed in the backend's order
+                block_sum = i == 2 and rhs is not None and rhs[0].numel() < out[0].numel()
+                if extreme and ((i == 1 and op in ("mul", "div") and lhs is not None) or block_sum):
                     # the same winners; the node gradient of a product sums G * w over several winning
                     # edges per source, in the order the backend walks them (slot gathers: out-edges)
                     assert_close(fast, ref.double(), dtype)
@@ -280,28 +283,38 @@ def test_backward_reuses_cached_reverse():
     assert reversed_index(index) is rev and index.csr()[0] is indptr_csr
 
 
+#: (node, edge) feature shapes whose max/min record slot winners: no broadcast, one weight per edge (both as
+#: (1,) and as ()), GAT's heads (the edge operand's gradient then sums each block of columns)
+SLOT_SHAPES = {"same": ((3,), (3,)), "scalar": ((3,), (1,)), "flat": ((3,), ()), "heads": ((2, 3), (2, 1))}
+
+
 @pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs", "add", "sub", "mul", "div"])
 @pytest.mark.parametrize("reduce", ["max", "min"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=["f32", "bf16", "f64"])
-def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype):
+@pytest.mark.parametrize("shapes", list(SLOT_SHAPES))
+def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, shapes):
     """On the CPU backend max/min of copies, sums, differences and products record 1-byte slot winners and
-    the backward gathers by them (no scatter): the gradients equal the reference backend's, parallel edges
-    included; double backward still works (the slots become ids for the differentiable scatter)."""
+    the backward gathers by them (no scatter), also when the edge operand is a block broadcast: the gradients
+    equal the reference backend's, parallel edges included; double backward still works (the slots become
+    ids for the differentiable scatter)."""
     if "cpu" not in backends("gather_winners"):
         pytest.skip("the Numba CPU backend is not available")
+    if op.startswith("copy") and shapes != "same":
+        pytest.skip("a copy has one operand: nothing broadcasts")
+    xshape, wshape = SLOT_SHAPES[shapes]
     calls = []
     for name in ("gather_winners", "edge_winners"):
         real = getattr(ops._dispatch, name)
         monkeypatch.setattr(ops._dispatch, name,
-                            lambda *a, name=name, real=real: calls.append((name, a[2].dtype)) or real(*a))
+                            lambda *a, name=name, real=real, **k: calls.append((name, a[2].dtype)) or real(*a, **k))
     uses = [op != "copy_rhs", op != "copy_lhs"]
     slot_ops = spmm_module.SLOT_OPS
     for case in ("multi_edge", "zero_in_degree", "power_law"):
         index = make_index(case, torch.int32)
         gen = torch.Generator().manual_seed(5)
-        x0 = rand((index.num_src, 3), dtype, gen).to(dtype)
-        w0 = rand((index.num_edges, 3), dtype, gen, positive=op == "div").to(dtype)
-        g = rand((index.num_dst, 3), dtype, gen).to(dtype)
+        x0 = rand((index.num_src,) + xshape, dtype, gen).to(dtype)
+        w0 = rand((index.num_edges,) + wshape, dtype, gen, positive=op == "div").to(dtype)
+        g = rand((index.num_dst,) + xshape, dtype, gen).to(dtype)
         grads = {}
         for name, asked in (("cpu", slot_ops), ("cpu ids", ()), ("reference", ())):
             leaves = [t.clone().requires_grad_() if use else None for t, use in zip((x0, w0), uses)]
@@ -313,8 +326,10 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype):
         # the slots' width came from the widest row, computed once per graph and kept with it
         assert index.cached("cpu.max_in_degree", lambda: -1) == int(index.in_degrees().max())
         for mine, ids, ref in zip(grads["cpu"], grads["cpu ids"], grads["reference"]):
-            if dtype == torch.bfloat16 and op in ("mul", "div"):
-                # the same winners as the CPU's id path; products are summed per source in another order
+            assert mine.shape == ids.shape == ref.shape
+            if dtype == torch.bfloat16 and (op in ("mul", "div") or shapes != "same"):
+                # the same winners as the CPU's id path; products, and a block's columns, are summed in
+                # another order
                 assert_close(mine, ids.double(), dtype)
             elif dtype == torch.bfloat16:
                 # the same winners as the CPU's id path; the reference may break ties among rounded messages
@@ -326,8 +341,8 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype):
     expected = [("gather_winners", torch.uint8)] * uses[0] + [("edge_winners", torch.uint8)] * uses[1]
     assert calls == expected * 3
     gen = torch.Generator().manual_seed(6)
-    x = rand((5, 2), torch.float64, gen).requires_grad_()
-    w = rand((5, 2), torch.float64, gen, positive=op == "div").requires_grad_()
+    x = rand((5,) + xshape, torch.float64, gen).requires_grad_()
+    w = rand((5,) + wshape, torch.float64, gen, positive=op == "div").requires_grad_()
     index = make_index("zero_in_degree", torch.int64)
     with use_backend("cpu", strict=True):
         assert torch.autograd.gradgradcheck(lambda a, b: ops.gspmm(index, op, reduce, a if uses[0] else None,

@@ -181,12 +181,12 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
                   eid=eid if factor != "copy" else None, other=rhs if factor != "copy" else None)
 
 
-def edge_winners_supports(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
+def edge_winners_supports(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):
     """Whether :func:`edge_winners` runs this call: as :func:`gather_winners_supports`."""
     return gather_winners_supports(index, grad, winners, out_dtype) and _ok((lhs, rhs), out_dtype)
 
 
-def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None):
+def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):
     """The edge operand's max/min gradient from slot winners, one pass over ``index.csc()`` (:mod:`.scatter`)."""
     from .scatter import edge_winners as kernel
 
@@ -194,7 +194,7 @@ def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=N
     factor = _factor(op)
     return kernel(indptr, eid, grad, winners, out_dtype=out_dtype, op=factor,
                   src=src if factor != "copy" else None, lhs=lhs if factor != "copy" else None,
-                  rhs=rhs if factor == "div" else None)
+                  rhs=rhs if factor == "div" else None, cols=cols)
 
 
 def _csr_slots(index, dtype):

@@ -227,7 +227,7 @@ def _make_gather_rows(W, factor):
 
     # numpy's error model: a division by zero gives inf/nan (as torch) and needs no test per element
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")
-    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf, eid, other):
+    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf, eid, other, H):
         n = W if W > 0 else F
         acc = stack_acc(gx, size) if W > 0 else scratch
         zero = acc_zero(gx)
@@ -244,21 +244,31 @@ def _make_gather_rows(W, factor):
                     for t in range(0, n, w_line):
                         prefetch(win, vp + t)
                     if factor != 0:                     # and that edge's row of the other operand
-                        op_ = raw_get(eid, k + pf) * n
-                        for t in range(0, n, o_line):
+                        op_ = raw_get(eid, k + pf) * H
+                        for t in range(0, H, o_line):
                             prefetch(other, op_ + t)
                 b = raw_get(indices, k) * n
                 me = raw_get(slot_of, k)
                 if factor == 0:
                     for j in range(n):              # branch-free: G where this edge won column j
                         acc[j] += select(raw_get(win, b + j) == me, to_acc(gx, load(G, b + j)), zero)
-                else:
+                elif H == n:
                     ob = raw_get(eid, k) * n
                     for j in range(n):              # G * other (or G / other) where this edge won
                         g = to_acc(gx, load(G, b + j))
                         o = to_acc(gx, load(other, ob + j))
                         m = g * o if factor == 1 else g / o
                         acc[j] += select(raw_get(win, b + j) == me, m, zero)
+                else:                               # block broadcast: other[e, h] for columns h*B .. h*B+B-1
+                    ob = raw_get(eid, k) * H
+                    B = n // H
+                    for h in range(H):
+                        o = to_acc(gx, load(other, ob + h))
+                        for d in range(B):
+                            j = h * B + d
+                            g = to_acc(gx, load(G, b + j))
+                            m = g * o if factor == 1 else g / o
+                            acc[j] += select(raw_get(win, b + j) == me, m, zero)
             for j in range(n):
                 store(gx, r * n + j, acc[j])
 
@@ -274,7 +284,7 @@ def _gather_kernel(W, factor):
     rows = _GATHER_ROWS[W, factor]
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other):
+    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H):
         _ = source_hash
         indptr, indices, slot_of, eid = borrow(indptr), borrow(indices), borrow(slot_of), borrow(eid)
         G, win, gx, other = borrow(G), borrow(win), borrow(gx), borrow(other)
@@ -283,7 +293,7 @@ def _gather_kernel(W, factor):
         c = atomic_fetch_add(counter, 0, 1)
         while c < bounds.size - 1:
             rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, slot_of, G, win, gx, F, scratch, pf,
-                 eid, other)
+                 eid, other, H)
             c = atomic_fetch_add(counter, 0, 1)
         owner[0] = 0    # keeps the scratch owner alive past the loop
 
@@ -325,8 +335,10 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         (the gradient of ``u_mul_e``/``u_div_e`` with respect to ``u``).
     eid : Tensor int64 ``(E,)``, optional
         Edge id of each out-edge slot (``Index.csr()[2]``); needed with ``'mul'``/``'div'``.
-    other : Tensor ``(E, F)``, optional
-        The edge operand in edge-id order; needed with ``'mul'``/``'div'``.
+    other : Tensor ``(E, F)`` or ``(E, H)``, optional
+        The edge operand in edge-id order; needed with ``'mul'``/``'div'``. ``H`` columns with ``F % H == 0``
+        are a block broadcast: column ``f`` reads ``other[e, f // (F // H)]`` (one weight per edge: ``H = 1``;
+        GAT's ``(E, H, 1)`` against ``(N, H, D)``).
 
     Returns
     -------
@@ -361,9 +373,11 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     if op != "copy":
         check_index("eid", eid)
         check_float("other", other, min_dim=2)
-        if eid.numel() != E or other.dim() != 2 or tuple(other.shape) != (E, grad.shape[1]):
-            raise ValueError(f"expected eid of {E} elements and other ({E}, {grad.shape[1]}) with op {op!r}, got "
-                             f"eid {None if eid is None else eid.numel()}, other {tuple(other.shape)}")
+        F = grad.shape[1]
+        if (eid.numel() != E or other.dim() != 2 or other.shape[0] != E or other.shape[1] == 0
+                or F % other.shape[1] != 0):
+            raise ValueError(f"expected eid of {E} elements and other ({E}, H) with H dividing {F} with op {op!r}, "
+                             f"got eid {None if eid is None else eid.numel()}, other {tuple(other.shape)}")
     out_dtype = out_dtype or grad.dtype
     N_src, F = indptr.numel() - 1, grad.shape[1]
     # float64 accumulation whenever float64 is involved; the result is rounded once at the end
@@ -380,7 +394,7 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     run_parallel(_gather_kernel(W, factor), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
                  kernel_view(gx), F, pf, index_view(eid.contiguous() if factor else None),
-                 kernel_view(other.contiguous() if factor else grad[:0]))
+                 kernel_view(other.contiguous() if factor else grad[:0]), other.shape[1] if factor else F)
     return gx if work_dtype == out_dtype else gx.to(out_dtype)
 
 
@@ -399,8 +413,9 @@ def _as_slot_impl(win, k):
 def _edge_kernel(factor):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
-    def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf):
+    # reassoc: the block broadcast's sum over B columns vectorises (the other paths have no reduction)
+    @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+    def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf, H):
         _ = source_hash
         indptr, eid, G, win, ge = borrow(indptr), borrow(eid), borrow(G), borrow(win), borrow(ge)
         src, lhs, rhs = borrow(src), borrow(lhs), borrow(rhs)
@@ -416,6 +431,26 @@ def _edge_kernel(factor):
                 for k in range(k0, raw_get(indptr, v + 1)):
                     e = raw_get(eid, k) if use_eid else k
                     me = _as_slot(win, k - k0)
+                    if H != F:                      # block broadcast: each of the H values sums B columns
+                        if factor != 0 and pf > 0 and k + pf < E_end:
+                            up = raw_get(src, k + pf) * F
+                            for t in range(0, F, x_line):
+                                prefetch(lhs, up + t)
+                        B = F // H
+                        ub = raw_get(src, k) * F if factor != 0 else 0
+                        for h in range(H):
+                            s = zero
+                            for d in range(B):
+                                j = h * B + d
+                                g = to_acc(ge, load(G, b + j))
+                                if factor != 0:
+                                    g = g * to_acc(ge, load(lhs, ub + j))
+                                s += select(raw_get(win, b + j) == me, g, zero)
+                            if factor == 2:
+                                r = to_acc(ge, load(rhs, e * H + h))
+                                s = -s / (r * r)
+                            store(ge, e * H + h, s)
+                        continue
                     if factor == 0:
                         for j in range(F):          # [F] G where this edge won column j, else 0
                             store(ge, e * F + j, select(raw_get(win, b + j) == me, to_acc(ge, load(G, b + j)), zero))
@@ -437,7 +472,7 @@ def _edge_kernel(factor):
 
 
 def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=None, lhs=None, rhs=None,
-                 prefetch_distance=None):
+                 prefetch_distance=None, cols=None):
     """The edge operand's gradient of max/min from slot winners: ``grad`` where the edge won, else 0.
 
     With ``op='mul'`` the value where the edge won is ``grad * lhs[src]`` (the gradient of ``u_mul_e``
@@ -470,10 +505,15 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         The edge operand in edge-id order; needed with ``'div'``.
     prefetch_distance : int, optional
         Software prefetch distance in edges for the ``lhs`` rows (0 disables); default :data:`GATHER_PREFETCH`.
+    cols : int, optional
+        The edge operand's width ``H`` (default ``F``). ``H < F`` with ``F % H == 0`` is a block broadcast
+        (one weight per edge: ``H = 1``): value ``h`` of an edge sums its terms over columns
+        ``h * B .. h * B + B - 1`` (``B = F // H``), and ``'div'`` divides that sum by ``-rhs[e, h]^2``
+        (``rhs``: ``(E, H)``).
 
     Returns
     -------
-    Tensor ``(E, F)``
+    Tensor ``(E, cols)``
         Every element is written once: no zero fill, no atomics, independent of the thread count.
 
     Raises
@@ -498,6 +538,9 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     F = grad.shape[1]
     if op not in FACTORS:
         raise ValueError(f"expected op in {tuple(FACTORS)}, got {op!r}")
+    H = F if cols is None else int(cols)
+    if H < 1 and F > 0 or H > 0 and F % H != 0:
+        raise ValueError(f"expected cols dividing F = {F} (the edge operand's width), got {cols!r}")
     factor = FACTORS[op]
     if factor:
         check_index("src", src)
@@ -507,12 +550,12 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
                              f"{None if src is None else src.numel()}, lhs {tuple(lhs.shape)}")
     if factor == 2:
         check_float("rhs", rhs, min_dim=2)
-        if tuple(rhs.shape) != (E, F):
-            raise ValueError(f"expected rhs ({E}, {F}) with op 'div', got {tuple(rhs.shape)}")
+        if tuple(rhs.shape) != (E, H):
+            raise ValueError(f"expected rhs ({E}, {H}) with op 'div', got {tuple(rhs.shape)}")
     out_dtype = out_dtype or grad.dtype
     # float64 arithmetic whenever float64 is involved; each value is rounded once
     work_dtype = torch.float64 if torch.float64 in (grad.dtype, out_dtype) else out_dtype
-    ge = empty_out((E, F), work_dtype)
+    ge = empty_out((E, H if F else 0), work_dtype)
     if E == 0 or F == 0:
         return ge.to(out_dtype)
     indptr_np = index_view(indptr.contiguous())
@@ -524,5 +567,5 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
                  index_view(src.contiguous() if factor else None),
                  kernel_view(lhs.contiguous() if factor else grad[:0]),
-                 kernel_view(rhs.contiguous() if factor == 2 else grad[:0]), pf)
+                 kernel_view(rhs.contiguous() if factor == 2 else grad[:0]), pf, H)
     return ge if work_dtype == out_dtype else ge.to(out_dtype)

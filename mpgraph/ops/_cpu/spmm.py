@@ -568,7 +568,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         For ``max``/``min``: also return the winners' ids (what the backward needs). False skips
         tracking them (a faster kernel and no ``(R, *F)`` int64 outputs) and returns None for both.
         ``'slots'`` returns the winners as *slots* instead, for :data:`SLOT_OPS` without a broadcast
-        (``Fl == Fr``; other calls treat it as True): the offset of the winning edge within its row
+        (``Fl == Fr``) or with ``rhs`` a block broadcast (``(H, D)`` with ``(H, 1)``, ``(D,)`` with ``(1,)``
+        or ``()``; other calls treat it as True): the offset of the winning edge within its row
         (``indices[indptr[r] + slot]`` is the source node, ``eid[indptr[r] + slot]`` the edge), in
         uint8 when no row has more than 255 edges (255: no winner), int16 when none has more than
         32767 (-1: no winner), else the ids of ``True``. One array names both ends: a quarter (an
@@ -642,7 +643,9 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         raise ValueError(f"expected need_arg True, False or 'slots', got {need_arg!r}")
     track = reduce in ("max", "min") and bool(need_arg)
     slots = None
-    if track and need_arg == "slots" and op in SLOT_OPS and layout == SAME and R > 0:
+    # slots name the winning edge, so the gradients can find both operands' rows; the edge operand may be a
+    # block broadcast (RHS_BLOCK: one value per edge or per head), the node operand may not
+    if track and need_arg == "slots" and op in SLOT_OPS and layout in (SAME, RHS_BLOCK) and R > 0:
         longest = int((indptr[1:] - indptr[:-1]).max()) if max_row is None else int(max_row)
         narrow = slot_dtype(longest, None)
         slots = None if narrow is None else empty_out(out.shape, narrow)
