@@ -185,9 +185,9 @@ Kernels by op:
 
 ``edge_winners(index, grad, winners, out_dtype, op='copy_rhs', lhs=None, rhs=None, cols=None) -> grad_rhs``
     The edge operand's gradient of max/min from slot winners (``copy_rhs``,
-    ``add``; ``sub`` negates it): for the edge ``e`` at offset ``s(e)`` in the
-    in-edges of ``v``, ``grad_rhs[e, f] = grad[v, f]`` where
-    ``winners[v, f] == s(e)``, else 0. ``(E, F)`` in ``out_dtype``, edge-ID order.
+    ``add``, ``sub``): for the edge ``e`` at offset ``s(e)`` in the
+    in-edges of ``v``, ``grad_rhs[e, f] = grad[v, f]`` (``sub``: ``-grad[v, f]``)
+    where ``winners[v, f] == s(e)``, else 0. ``(E, F)`` in ``out_dtype``, edge-ID order.
     ``op='mul'``: ``grad[v, f] * lhs[u, f]`` there (``lhs: (N_src, F)``, ``u`` the
     edge's source); ``op='div'``: ``-grad[v, f] * lhs[u, f] / rhs[e, f]^2``.
     ``cols = H < F`` (``F % H == 0``; None means ``F``): the edge operand is a

@@ -188,6 +188,8 @@ def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=N
     block broadcast's sums (contract in :mod:`mpgraph.ops._dispatch`)."""
     F = grad.shape[1]
     H = F if cols is None else cols
+    if op == "sub":
+        grad = -_wide(grad, grad, out_dtype)
     if op in ("mul", "div"):
         x = pick_winners(slot_winner_ids(index, winners, of="src"), _wide(lhs, grad, out_dtype), None, F)
         grad = _wide(grad, grad, out_dtype) * x

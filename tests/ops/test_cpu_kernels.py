@@ -990,6 +990,7 @@ def test_edge_winners_matches_plain_loop(dtype, max_in, by_dst):
         torch.set_num_threads(before)
     assert torch.equal(results[0], results[1]) and results[0].dtype == dtype
     assert torch.equal(results[0].double(), expected)          # copies: exact
+    assert torch.equal(edge_winners(indptr, eid, grad, slots, op="neg").double(), -expected)   # u_sub_e: -G
     _, _, e_ids = K.gspmm("add", "max", indptr, indices, eid, x, w, need_arg=True)
     assert torch.equal(scatter_winners(e_ids, grad, None, E, F).double(), expected)
     wide = edge_winners(indptr, eid, grad, slots, out_dtype=F64)

@@ -192,8 +192,9 @@ def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=N
 
     indptr, src, eid = _csc(index)
     factor = _factor(op)
-    return kernel(indptr, eid, grad, winners, out_dtype=out_dtype, op=factor,
-                  src=src if factor != "copy" else None, lhs=lhs if factor != "copy" else None,
+    products = factor != "copy"
+    return kernel(indptr, eid, grad, winners, out_dtype=out_dtype, op="neg" if op == "sub" else factor,
+                  src=src if products else None, lhs=lhs if products else None,
                   rhs=rhs if factor == "div" else None, cols=cols)
 
 

@@ -40,7 +40,7 @@ from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch
                     run_parallel, select, stack_acc, store, to_acc)
 from ._layout import check_float, check_index, check_out_dtype
 
-__all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH"]
+__all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH", "EDGE_OPS"]
 
 #: columns per work chunk: at least 16 (one 64-byte line of fp32), at most 64, and at most F / threads
 MIN_COLUMN_BLOCK, MAX_COLUMN_BLOCK = 16, 64
@@ -409,8 +409,13 @@ def _as_slot_impl(win, k):
     return lambda win, k: cast(k)
 
 
+#: what :func:`edge_winners` writes where the edge won, per ``op``: ``(factor, negate)`` with ``factor`` as in
+#: :data:`FACTORS`; ``'neg'`` is ``-G`` (``u_sub_e``'s edge operand), in the same single pass
+EDGE_OPS = {"copy": (0, False), "neg": (0, True), "mul": (1, False), "div": (2, False)}
+
+
 @functools.cache
-def _edge_kernel(factor):
+def _edge_kernel(factor, negate=False):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
     # reassoc: the block broadcast's sum over B columns vectorises (the other paths have no reduction)
@@ -445,11 +450,17 @@ def _edge_kernel(factor):
                                 g = to_acc(ge, load(G, b + j))
                                 if factor != 0:
                                     g = g * to_acc(ge, load(lhs, ub + j))
+                                if negate:
+                                    g = -g
                                 s += select(raw_get(win, b + j) == me, g, zero)
                             if factor == 2:
                                 r = to_acc(ge, load(rhs, e * H + h))
                                 s = -s / (r * r)
                             store(ge, e * H + h, s)
+                        continue
+                    if factor == 0 and negate:
+                        for j in range(F):          # [F] -G where this edge won column j, else 0
+                            store(ge, e * F + j, select(raw_get(win, b + j) == me, -to_acc(ge, load(G, b + j)), zero))
                         continue
                     if factor == 0:
                         for j in range(F):          # [F] G where this edge won column j, else 0
@@ -476,7 +487,8 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     """The edge operand's gradient of max/min from slot winners: ``grad`` where the edge won, else 0.
 
     With ``op='mul'`` the value where the edge won is ``grad * lhs[src]`` (the gradient of ``u_mul_e``
-    with respect to ``e``), with ``op='div'`` it is ``-grad * lhs[src] / rhs[e]^2`` (of ``u_div_e``).
+    with respect to ``e``), with ``op='div'`` it is ``-grad * lhs[src] / rhs[e]^2`` (of ``u_div_e``), with
+    ``op='neg'`` it is ``-grad`` (of ``u_sub_e``).
 
     .. math::
 
@@ -496,7 +508,7 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     out_dtype : torch.dtype, optional
         Result dtype, default ``grad``'s (each value is computed in float32, float64 for float64 results,
         and rounded once).
-    op : {'copy', 'mul', 'div'}, default 'copy'
+    op : {'copy', 'neg', 'mul', 'div'}, default 'copy'
     src : Tensor int64 ``(E,)``, optional
         Source node of each slot (``Index.csc()[1]``); needed with ``'mul'``/``'div'``.
     lhs : Tensor ``(N_src, F)``, optional
@@ -536,12 +548,12 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
                          f"{tuple(grad.shape)}, winners {tuple(winners.shape)}, eid "
                          f"{None if eid is None else eid.numel()}")
     F = grad.shape[1]
-    if op not in FACTORS:
-        raise ValueError(f"expected op in {tuple(FACTORS)}, got {op!r}")
+    if op not in EDGE_OPS:
+        raise ValueError(f"expected op in {tuple(EDGE_OPS)}, got {op!r}")
     H = F if cols is None else int(cols)
     if H < 1 and F > 0 or H > 0 and F % H != 0:
         raise ValueError(f"expected cols dividing F = {F} (the edge operand's width), got {cols!r}")
-    factor = FACTORS[op]
+    factor, negate = EDGE_OPS[op]
     if factor:
         check_index("src", src)
         check_float("lhs", lhs, min_dim=2)
@@ -562,7 +574,7 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
-    run_parallel(_edge_kernel(factor), nthreads, bounds, indptr_np,
+    run_parallel(_edge_kernel(factor, negate), nthreads, bounds, indptr_np,
                  index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
                  index_view(src.contiguous() if factor else None),
