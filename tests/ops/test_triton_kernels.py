@@ -594,7 +594,10 @@ def test_gpu_spmm_beats_index_add(dtype):
     def reference():
         return torch.zeros(N, D, dtype=torch.float32, device="cuda").index_add_(0, dst, x[src].float()).to(dtype)
 
-    assert_close(fused(), reference().double(), dtype)
+    # the oracle sums in float64: an fp32 index_add_ over hub rows of thousands of edges is itself off by more
+    # than the fp32 tolerance near zero sums (measured on an H200: this comparison against it failed)
+    expected = torch.zeros(N, D, dtype=torch.float64, device="cuda").index_add_(0, dst, x[src].double())
+    assert_close(fused(), expected, dtype)
     t_fused = triton.testing.do_bench(fused)
     t_ref = triton.testing.do_bench(reference)
     print(json.dumps({"op": "copy_u_sum", "dtype": str(dtype), "triton_ms": t_fused, "index_add_ms": t_ref}))
