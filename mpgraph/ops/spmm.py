@@ -130,7 +130,7 @@ class GSpMM(torch.autograd.Function):
         # without a broadcast may get them as 1- or 2-byte slots (a backend's choice), whose backward
         # gathers rows instead of scattering elements
         need_arg = any(ctx.needs_input_grad[5:7])
-        if need_arg and op in SLOT_OPS and _slot_rhs_width(bcast) is not None:
+        if need_arg and op in SLOT_OPS and _slot_winners_allowed(bcast):
             need_arg = "slots"
         out, arg_u, arg_e = _dispatch.spmm(index, op, reduce_op, lhs, rhs, bcast, out_dtype, need_arg=need_arg)
         ctx.index, ctx.op, ctx.reduce_op, ctx.bcast = index, op, reduce_op, bcast
@@ -258,10 +258,18 @@ def _weight_heads(bcast, itemsize):
         return None
     if bcast.rhs_shape == out:
         return bcast.F if bcast.F * itemsize < FUSED_ELEMENTWISE_ROW_BYTES else None
-    if bcast.rhs_shape[:-1] == out[:-1] and bcast.rhs_shape[-1] == 1:
-        return bcast.R
+    return _rhs_block_heads(bcast)
+
+
+def _rhs_block_heads(bcast):
+    """``H`` when the edge operand is one value per edge and block of the output's last dimension, else None:
+    ``R = 1`` (one value per edge, ``H = 1``) or ``(E, *out[:-1], 1)`` (GAT's ``(E, H, 1)`` against
+    ``(N, H, D)``, ``H = R``). Says nothing of the node operand: callers check that it does not broadcast."""
+    out, rs = bcast.out_shape, bcast.rhs_shape
     if bcast.R == 1:
         return 1
+    if len(out) > 0 and len(rs) == len(out) and rs[:-1] == out[:-1] and rs[-1] == 1:
+        return bcast.R
     return None
 
 
@@ -273,19 +281,13 @@ def _scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False):
     return _dispatch.scatter_winners(winner, coef, pos, rows, cols, disjoint_rows)
 
 
-def _slot_rhs_width(bcast):
-    """The edge operand's width when max/min may record slot winners, else None: ``F`` when neither operand
-    broadcasts; ``R`` for a block broadcast of the edge operand against a node operand that does not
-    broadcast (one value per edge, ``R = 1``, or GAT's ``(E, H, 1)`` against ``(N, H, D)``, ``R = H``), whose
-    gradient sums each block's columns (``edge_winners(..., cols=R)``)."""
+def _slot_winners_allowed(bcast):
+    """True when max/min may record slot winners: neither operand broadcasts, or the edge operand is a block
+    broadcast (:func:`_rhs_block_heads`) against a node operand that does not, whose gradient then sums each
+    block's columns (``edge_winners(..., cols=R)``)."""
     if bcast.lhs_off is not None:
-        return None
-    if bcast.rhs_off is None:
-        return bcast.F
-    out, rs = bcast.out_shape, bcast.rhs_shape
-    if bcast.R == 1 or (len(out) > 0 and len(rs) == len(out) and rs[:-1] == out[:-1] and rs[-1] == 1):
-        return bcast.R
-    return None
+        return False
+    return bcast.rhs_off is None or _rhs_block_heads(bcast) is not None
 
 
 #: dtypes of slot winners (the dispatch's ``spmm(..., need_arg='slots')``); ids are int32/int64

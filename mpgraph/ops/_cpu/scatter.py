@@ -259,6 +259,12 @@ def _make_gather_rows(W, factor):
                         o = to_acc(gx, load(other, ob + j))
                         m = g * o if factor == 1 else g / o
                         acc[j] += select(raw_get(win, b + j) == me, m, zero)
+                elif H == 1:                        # one value per edge: a scalar broadcast over the row
+                    o = to_acc(gx, load(other, raw_get(eid, k)))
+                    for j in range(n):
+                        g = to_acc(gx, load(G, b + j))
+                        m = g * o if factor == 1 else g / o
+                        acc[j] += select(raw_get(win, b + j) == me, m, zero)
                 else:                               # block broadcast: other[e, h] for columns h*B .. h*B+B-1
                     ob = raw_get(eid, k) * H
                     B = n // H
@@ -458,13 +464,12 @@ def _edge_kernel(factor, negate=False):
                                 s = -s / (r * r)
                             store(ge, e * H + h, s)
                         continue
-                    if factor == 0 and negate:
-                        for j in range(F):          # [F] -G where this edge won column j, else 0
-                            store(ge, e * F + j, select(raw_get(win, b + j) == me, -to_acc(ge, load(G, b + j)), zero))
-                        continue
                     if factor == 0:
-                        for j in range(F):          # [F] G where this edge won column j, else 0
-                            store(ge, e * F + j, select(raw_get(win, b + j) == me, to_acc(ge, load(G, b + j)), zero))
+                        for j in range(F):          # [F] G ('neg': -G) where this edge won column j, else 0
+                            g = to_acc(ge, load(G, b + j))
+                            if negate:              # a closure constant: compiled out of 'copy'
+                                g = -g
+                            store(ge, e * F + j, select(raw_get(win, b + j) == me, g, zero))
                         continue
                     if pf > 0 and k + pf < E_end:   # the source row pf edges ahead (a random gather)
                         up = raw_get(src, k + pf) * F
