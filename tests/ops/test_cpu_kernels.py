@@ -197,6 +197,28 @@ def test_spmm_wide_rows():
         run_spmm("power_law", "mul", "mean", (150,), (), dtype)
 
 
+@pytest.mark.parametrize("dtype, heads, reduces", [
+    (F32, (6, 16), ("sum", "max")),    # 4 heads per pass, then 2 heads a pass each (runtime width)
+    (F32, (8, 8), ("mean", "min")),
+    (F32, (16, 4), ("sum", "max")),
+    (BF16, (6, 16), ("sum", "max")),
+    (F64, (8, 8), ("sum",)),
+    (F16, (2, 32), ("max",)),
+], ids=["f32-6x16", "f32-8x8", "f32-16x4", "bf16-6x16", "f64-8x8", "f16-2x32"])
+def test_spmm_narrow_heads_share_a_pass(dtype, heads, reduces):
+    """GAT's ``(E, H, 1)`` weights against ``(N, H, D)`` with ``D`` narrower than a pass: ``64 // D`` heads per
+    pass with ``D`` compiled in, the heads left over in passes of their own; values and max/min winners
+    against float64, edge ids shuffled, and with ``eid=None``."""
+    H, D = heads
+    for reduce in reduces:
+        run_spmm("power_law", "mul", reduce, (H, D), (H, 1), dtype, shuffle=True)
+        run_spmm("zero_in_degree", "div", reduce, (H, D), (H, 1), dtype)
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)
+    x, w = rand((n_src, H, D), dtype, 0).to(dtype), rand((src.numel(), H, 1), dtype, 1).to(dtype)
+    out = K.gspmm("mul", reduces[0], indptr, indices, eid, x, w)[0]
+    assert torch.equal(out, K.gspmm("mul", reduces[0], indptr, indices, None, x, w[eid])[0])
+
+
 def test_spmm_eid_none_is_identity():
     """eid=None reads rhs in slot order; the default prefetch changes nothing."""
     src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)

@@ -144,6 +144,14 @@ BLOCK = 64  # pass width for fp32/fp64 output
 BLOCK_16 = 128  # pass width for 16-bit output (256 bytes of each source row per pass)
 
 
+@njit
+def _prefetch_rhs(rhs, start, count):
+    """Prefetch ``count`` elements of ``rhs`` from ``start``: an upcoming edge's row (edge ids in slot order
+    are a permutation, so these reads are as random as the source rows')."""
+    for t in range(0, count, line_elems(rhs)):
+        prefetch(rhs, start + t)
+
+
 def _make_value_pass(W):
     """Sum/mean (or max/min without winners) pass over ``W`` columns (``W == 0``: runtime width ``w``
     into ``scratch``)."""
@@ -165,6 +173,9 @@ def _make_value_pass(W):
                 p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
                 for t in range(0, n, line):
                     prefetch(lhs, p + t)
+            if uses_rhs(op) and use_eid and pf_dist > 0:
+                _prefetch_rhs(rhs, raw_get(eid, min(k + pf_dist, k_last)) * Fr + (rhs_col if scalar_rhs else col),
+                              1 if scalar_rhs else n)
             lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
             ek = raw_get(eid, k) if use_eid else k
             if uses_lhs(op) and uses_rhs(op) and scalar_rhs:  # [W] op scalar
@@ -238,6 +249,9 @@ def _make_arg_pass(W):
                 p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
                 for t in range(0, n, line):
                     prefetch(lhs, p + t)
+            if uses_rhs(op) and use_eid and pf_dist > 0:
+                _prefetch_rhs(rhs, raw_get(eid, min(k + pf_dist, k_last)) * Fr + (rhs_col if scalar_rhs else col),
+                              1 if scalar_rhs else n)
             lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
             ek = raw_get(eid, k) if use_eid else k
             slot = np.int32(k - k0)
@@ -393,6 +407,117 @@ def _rows_blocked_arg(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs
     owner_slot[0] = 0
 
 
+# ----------------------------------------------------------------------------- narrow heads
+# GAT's (E, H, 1) weights against (N, H, D) features with D narrower than a pass: a pass per head would walk a
+# row's edges H times for D-wide pieces of each source row. These passes take W // D whole heads at once, with
+# D (SEG) and W compile-time constants so every loop unrolls and the accumulators stay in registers (runtime
+# head widths measured 3-8x slower than a copy: memory-resident accumulators).
+
+#: head widths with a specialised pass (powers of two below the pass width); others take a pass per head
+HEAD_SEGS = (1, 2, 4, 8, 16, 32, 64)
+
+
+@functools.cache
+def _heads_pass(W, SEG, track):
+    """Pass over ``W`` columns holding ``W // SEG`` heads of ``SEG`` columns; head ``h0 + i`` (the edge
+    operand's column) scales columns ``i * SEG ..``. ``track``: max/min keeping the winners' slots."""
+    NH = W // SEG
+
+    @njit(fastmath=CONTRACT)
+    def heads_pass(op, reduce, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, h0,
+                   pf_dist):
+        acc = stack_acc(out, W)
+        best = stack_i32(W)
+        bv = stack_acc(out, NH)     # the edge's weights of this pass's heads
+        zero = acc_zero(out)
+        use_eid = eid.size > 0
+        line = line_elems(lhs)
+        for j in range(W):
+            acc[j] = reduce_init(reduce, zero)
+            best[j] = -1
+        for k in range(k0, k1):
+            if pf_dist > 0:
+                kp = min(k + pf_dist, k_last)
+                p = raw_get(indices, kp) * Fl + col
+                for t in range(0, W, line):
+                    prefetch(lhs, p + t)
+                if use_eid:
+                    _prefetch_rhs(rhs, raw_get(eid, kp) * Fr + h0, NH)
+            lb = raw_get(indices, k) * Fl + col
+            rb = (raw_get(eid, k) if use_eid else k) * Fr + h0
+            slot = np.int32(k - k0)
+            for i in range(NH):
+                bv[i] = to_acc(out, load(rhs, rb + i))
+            for j in range(W):  # one flat loop: unrolled, j // SEG is a constant per column
+                m = binop(op, to_acc(out, load(lhs, lb + j)), bv[j // SEG])
+                if track:   # branch-free selects, as _make_arg_pass
+                    win = better(reduce, m, acc[j])
+                    acc[j] = select(win, m, acc[j])
+                    best[j] = select(win, slot, best[j])
+                else:
+                    acc[j] = _combine(reduce, acc[j], m)
+        if is_mean(reduce):
+            dg = to_acc(out, k1 - k0)
+            for j in range(W):
+                store(out, o + col + j, acc[j] / dg)
+        else:
+            for j in range(W):
+                store(out, o + col + j, acc[j])
+        if track:
+            for j in range(W):
+                kb = k0 + best[j]
+                raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, kb, best[j]))
+                raw_set(arg_r, o + col + j, _rhs_winner(arg_r, eid, use_eid, kb, best[j]))
+
+    return heads_pass
+
+
+@functools.cache
+def _heads_rows(W, SEG, track):
+    """Rows of ``n_seg`` heads of ``SEG`` columns, ``W // SEG`` heads per :func:`_heads_pass`; the heads left
+    over (``n_seg`` not a multiple) take the runtime-width passes, one per head."""
+    NH = W // SEG
+    full = _heads_pass(W, SEG, track)
+
+    @njit
+    def rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, n_seg,
+             pf_dist):
+        k_last = raw_get(indptr, indptr.size - 1) - 1
+        owner = alloc_acc(out, BLOCK_16)
+        owner_slot = np.empty(BLOCK_16, np.int32)
+        scratch, scratch_slot = borrow(owner), borrow(owner_slot)
+        for r in range(r_begin, r_end):
+            k0 = raw_get(indptr, r)
+            k1 = raw_get(indptr, r + 1)
+            o = r * F
+            if k1 == k0:
+                _empty_row(op, out, arg_l, arg_r, o, F, track)
+                continue
+            h = 0
+            while h + NH <= n_seg:
+                full(op, reduce, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, h,
+                     pf_dist)
+                h += NH
+            while h < n_seg:
+                if track:
+                    _arg_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r,
+                              o, Fl, Fr, True, h, pf_dist, scratch, scratch_slot)
+                else:
+                    _value_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                                True, h, pf_dist, scratch)
+                h += 1
+        owner[0] = 0  # keeps the scratch owners alive past the loop
+        owner_slot[0] = 0
+
+    return rows
+
+
+def heads_seg(layout, n_seg, seg_len, out_dtype):
+    """The head width :func:`spmm_kernel` specialises on (its ``heads`` argument), or 0 for none: a block
+    broadcast of several heads, each narrower than a pass (:data:`HEAD_SEGS`)."""
+    return seg_len if layout == RHS_BLOCK and n_seg > 1 and seg_len < BLOCK and seg_len in HEAD_SEGS else 0
+
+
 # ----------------------------------------------------------------------------- scratch-row engine
 
 
@@ -446,53 +571,64 @@ def _rows_general(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, ou
         _finish_row(reduce, acc, out, o, F, k1 - k0, zero)
 
 
-def _rows(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl,
-          Fr, B, lhs_off, rhs_off, pf_dist):
+def _rows(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
+          Fl, Fr, B, lhs_off, rhs_off, pf_dist):
     """Rows ``r_begin : r_end`` in the function for ``layout`` (copy ops: only ``SAME`` is compiled)."""
     raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
 
 
 @overload(_rows, prefer_literal=True)
-def _rows_impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
-               Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+def _rows_impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
+               arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
     name = literal_value(op)
     if name is None or literal_value(reduce) is None:
         return None
     if not isinstance(layout, types.IntegerLiteral) or not isinstance(need_arg, types.BooleanLiteral):
         return None
-    blocked = _rows_blocked_arg if is_arg_literal(reduce) and need_arg.literal_value else _rows_blocked_value
+    if not isinstance(heads, types.IntegerLiteral):
+        return None
+    track = bool(is_arg_literal(reduce) and need_arg.literal_value)
+    blocked = _rows_blocked_arg if track else _rows_blocked_value
     kind = layout.literal_value
-    if kind == SAME:
-        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
-                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+    if kind == RHS_BLOCK and heads.literal_value > 0:
+        rows = _heads_rows(BLOCK, heads.literal_value, track)
+
+        def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
+                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+            rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, Fr,
+                 pf_dist)
+    elif kind == SAME:
+        def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
+                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             blocked(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                     1, F, False, pf_dist)
     elif kind == RHS_BLOCK:
-        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
-                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
+                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             blocked(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                     Fr, B, True, pf_dist)
     elif kind == LHS_BLOCK:
-        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
-                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
+                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             _rows_lhs_block(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                             B, need_arg)
     else:
-        def impl(op, reduce, layout, need_arg, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
-                 Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
+                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             _rows_general(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                           lhs_off, rhs_off, need_arg)
     return impl
 
 
 @functools.lru_cache(maxsize=None)
-def spmm_kernel(op, reduce, layout, need_arg=True):
+def spmm_kernel(op, reduce, layout, need_arg=True, heads=0):
     """The compiled gSpMM kernel for one ``(op, reduce, layout)``; dtypes specialise on first call.
 
     ``kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B,
     lhs_off, rhs_off, pf_dist)`` processes the row chunks ``bounds[c] : bounds[c + 1]``
     it claims from ``counter`` (see :func:`._core.run_parallel`); all arrays are flat. Each layout is
-    its own kernel, so a call compiles only the code it runs.
+    its own kernel, so a call compiles only the code it runs. ``heads``: the head width of a block
+    broadcast whose heads are narrower than a pass (:func:`heads_seg`), compiled into the kernel; 0 otherwise.
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
@@ -506,8 +642,8 @@ def spmm_kernel(op, reduce, layout, need_arg=True):
         lhs_off, rhs_off = borrow(lhs_off), borrow(rhs_off)
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
-            _rows(op, reduce, layout, need_arg, raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, eid,
-                  lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist)
+            _rows(op, reduce, layout, need_arg, heads, raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices,
+                  eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist)
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -674,7 +810,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     nthreads = num_threads((E + R) * F)
     bounds = chunk_bounds(indptr_np, nthreads)
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
-    run_parallel(spmm_kernel(op, reduce, layout, track), nthreads, bounds, indptr_np, indices_np, eid_np, lhs_np,
+    heads = heads_seg(layout, Fr, B, out.dtype)
+    run_parallel(spmm_kernel(op, reduce, layout, track, heads), nthreads, bounds, indptr_np, indices_np, eid_np, lhs_np,
                  rhs_np, kernel_view(out), index_view(arg_lhs), index_view(arg_rhs), F, Fl, Fr, B,
                  index_view(lhs_off), index_view(rhs_off), pf)
     return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
