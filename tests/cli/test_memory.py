@@ -1,0 +1,44 @@
+"""The CLI's peak-memory measurement (``mpgraph.cli.memory``) on the CPU."""
+
+import sys
+
+import pytest
+import torch
+
+from mpgraph.cli.memory import PeakMemory, current_rss
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or current_rss() is None,
+                                reason="reads /proc/self/status (Linux)")
+
+MIB = 2**20
+
+
+def test_block_memory_counts_its_allocations():
+    with PeakMemory("cpu") as m:
+        t = torch.ones(48 * MIB // 4)
+    assert m.peak_bytes >= 40 * MIB
+    del t
+
+
+def test_reused_buffer_cache_blocks_count_as_the_blocks_memory():
+    # a training step's large kernel outputs reuse the CPU buffer cache's free blocks, which are resident
+    # before the step starts: they are the step's memory, not a level under it
+    pytest.importorskip("numba")
+    from mpgraph.ops import cpu_cache_info, empty_cpu_cache
+    from mpgraph.ops._cpu._core import empty_out
+
+    empty_cpu_cache()
+    n = 40 * MIB // 4
+    t = empty_out((n,), torch.float32)
+    t.fill_(1.0)
+    del t
+    if cpu_cache_info()["free_bytes"] < n * 4:
+        pytest.skip("the CPU buffer cache is off (MPGRAPH_CPU_CACHE_MB=0) or too small")
+    try:
+        with PeakMemory("cpu") as m:
+            u = empty_out((n,), torch.float32)    # the same block again: no new resident pages
+            u.fill_(2.0)
+        assert m.peak_bytes >= 32 * MIB, m.peak_bytes
+        del u
+    finally:
+        empty_cpu_cache()
