@@ -3,7 +3,8 @@
 ``benchmarks/ops.py`` compares a handful of ops against torch and PyG; this sweeps all of DGL's gSpMM names
 (``copy_u``, ``copy_e``, ``u_{add,sub,mul,div}_e`` with ``sum``/``mean``/``max``/``min``), each with the
 edge operand as wide as the node features (``(E, D)``) and, for the products, also one scalar per edge
-(``(E, 1)``). It answers "is any variant's backward pathological?" rather than "how do we rank".
+(``(E, 1)``) and GAT's heads (``uh,eh``: ``(N, H, D // H)`` features against ``(E, H, 1)`` weights,
+``--heads``, default 8). It answers "is any variant's backward pathological?" rather than "how do we rank".
 
 For each variant and dtype one JSON line: the median milliseconds of the forward without gradients
 (``fwd_ms``) and of a forward+backward (``fwdbwd_ms``: leaves re-created with ``requires_grad`` and
@@ -38,7 +39,7 @@ REDUCES = ("sum", "mean", "max", "min")
 
 def variants():
     """``(name, operands)`` of every gSpMM variant: operands ``'u'``, ``'e'`` (``(E, D)``) or ``'u,e'``,
-    ``'u,e1'`` (a scalar per edge)."""
+    ``'u,e1'`` (a scalar per edge), ``'uh,eh'`` (heads)."""
     out = []
     for red in REDUCES:
         out.append((f"copy_u_{red}", "u"))
@@ -47,6 +48,7 @@ def variants():
             out.append((f"u_{op}_e_{red}", "u,e"))
             if op in ("mul", "div"):
                 out.append((f"u_{op}_e_{red}", "u,e1"))
+                out.append((f"u_{op}_e_{red}", "uh,eh"))
     return out
 
 
@@ -57,6 +59,9 @@ def main(argv=None):
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--ops", default=None, help="comma-separated variant names (default: all)")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--heads", type=int, default=8, help="H of the 'uh,eh' variants (must divide --dim)")
+    p.add_argument("--operands", default=None,
+                   help="operand kinds to keep, separated by ';' (e.g. 'uh,eh;u,e1'; default: all)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = p.parse_args(argv)
     if args.threads:
@@ -72,11 +77,18 @@ def main(argv=None):
     x32 = torch.randn(N, D, generator=gen)
     e32 = torch.rand(E, D, generator=gen) + 0.5
     e1_32 = torch.rand(E, 1, generator=gen) + 0.5
+    if D % args.heads:
+        raise SystemExit(f"--heads {args.heads} must divide --dim {D}")
+    eh_32 = torch.rand(E, args.heads, 1, generator=gen) + 0.5
+    kinds_kept = None if args.operands is None else set(args.operands.split(";"))
     for dname in args.dtypes.split(","):
         dtype = DTYPES[dname]
-        data = {"u": x32.to(dtype), "e": e32.to(dtype), "e1": e1_32.to(dtype)}
+        data = {"u": x32.to(dtype), "e": e32.to(dtype), "e1": e1_32.to(dtype),
+                "uh": x32.reshape(N, args.heads, D // args.heads).to(dtype), "eh": eh_32.to(dtype)}
         for name, kinds in variants():
             if chosen is not None and name not in chosen:
+                continue
+            if kinds_kept is not None and kinds not in kinds_kept:
                 continue
             fn = getattr(ops, name)
             inputs = [data[k] for k in kinds.split(",")]
@@ -94,6 +106,7 @@ def main(argv=None):
             ms = timed({"fwd": fwd, "fwdbwd": fwdbwd}, args.reps)
             print(json.dumps({
                 "bench": "variants", "op": name, "operands": kinds, "graph": args.graph, "N": N, "E": E, "D": D,
+                **({"H": args.heads} if kinds == "uh,eh" else {}),
                 "dtype": dname, "threads": torch.get_num_threads(), "backends": sorted(set(seen)),
                 "fwd_ms": round(ms["fwd"], 3), "fwdbwd_ms": round(ms["fwdbwd"], 3),
                 "fwdbwd_over_fwd": round(ms["fwdbwd"] / ms["fwd"], 3)}), flush=True)

@@ -902,7 +902,8 @@ def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in
 
 @pytest.mark.parametrize("dtype", [F64, F32, BF16], ids=["f64", "f32", "bf16"])
 @pytest.mark.parametrize("op", ["add", "mul", "div"])
-@pytest.mark.parametrize("F, H", [(64, 1), (64, 4), (6, 1), (6, 3)], ids=["64x1", "64x4", "6x1", "6x3"])
+@pytest.mark.parametrize("F, H", [(64, 1), (64, 4), (64, 8), (128, 16), (6, 1), (6, 3)],
+                         ids=["64x1", "64x4", "64x8", "128x16", "6x1", "6x3"])
 def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, F, H):
     """The edge operand a block broadcast, ``(E, H)`` against ``(N, F)`` (one weight per edge, or GAT's
     heads): the forward records slots, the node gradient multiplies (divides) by the edge's value of the

@@ -271,12 +271,15 @@ def _make_arg_pass(W):
                     best[j] = select(win, slot, best[j])
         for j in range(n):
             store(out, o + col + j, acc[j])
-        for j in range(n):
-            kb = k0 + best[j]
-            if uses_lhs(op):
-                raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, kb, best[j]))
-            if uses_rhs(op):
-                raw_set(arg_r, o + col + j, _rhs_winner(arg_r, eid, use_eid, kb, best[j]))
+        # one loop per winners array: with slot winners arg_l and arg_r are one array, and one loop storing
+        # into both through two arguments corrupted the heap in the narrow-heads pass (LLVM takes Numba's
+        # array arguments not to alias)
+        if uses_lhs(op):
+            for j in range(n):
+                raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, k0 + best[j], best[j]))
+        if uses_rhs(op):
+            for j in range(n):
+                raw_set(arg_r, o + col + j, _rhs_winner(arg_r, eid, use_eid, k0 + best[j], best[j]))
 
     return arg_pass
 
@@ -463,11 +466,11 @@ def _heads_pass(W, SEG, track):
         else:
             for j in range(W):
                 store(out, o + col + j, acc[j])
-        if track:
+        if track:   # one loop per winners array, as _make_arg_pass
             for j in range(W):
-                kb = k0 + best[j]
-                raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, kb, best[j]))
-                raw_set(arg_r, o + col + j, _rhs_winner(arg_r, eid, use_eid, kb, best[j]))
+                raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, k0 + best[j], best[j]))
+            for j in range(W):
+                raw_set(arg_r, o + col + j, _rhs_winner(arg_r, eid, use_eid, k0 + best[j], best[j]))
 
     return heads_pass
 
