@@ -272,8 +272,8 @@ def _make_arg_pass(W):
         for j in range(n):
             store(out, o + col + j, acc[j])
         # one loop per winners array: with slot winners arg_l and arg_r are one array, and one loop storing
-        # into both through two arguments corrupted the heap in the narrow-heads pass (LLVM takes Numba's
-        # array arguments not to alias)
+        # into both through two arguments corrupted the heap in the narrow-heads pass (not understood; perhaps
+        # the two arguments are compiled as if they did not alias)
         if uses_lhs(op):
             for j in range(n):
                 raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, k0 + best[j], best[j]))
@@ -413,11 +413,11 @@ def _rows_blocked_arg(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs
 # ----------------------------------------------------------------------------- narrow heads
 # GAT's (E, H, 1) weights against (N, H, D) features with D narrower than a pass: a pass per head would walk a
 # row's edges H times for D-wide pieces of each source row. These passes take W // D whole heads at once, with
-# D (SEG) and W compile-time constants so every loop unrolls and the accumulators stay in registers (runtime
-# head widths measured 3-8x slower than a copy: memory-resident accumulators).
+# D (SEG) and W compile-time constants so every loop unrolls (the runtime-width versions tried measured 3-8x
+# slower than a copy of the same rows).
 
-#: head widths with a specialised pass (powers of two below the pass width); others take a pass per head
-HEAD_SEGS = (1, 2, 4, 8, 16, 32, 64)
+#: head widths with a specialised pass (powers of two below the 64-column pass); others take a pass per head
+HEAD_SEGS = (1, 2, 4, 8, 16, 32)
 
 
 @functools.cache
