@@ -1,9 +1,11 @@
-"""The contiguous (``eid=None``) paths of the CPU edge softmax against float64 formulas.
+"""The fast paths of the CPU edge softmax against float64 formulas, with edges in slot order
+(``eid=None``) and scattered (``eid`` a permutation).
 
 Heads that divide 16 with an fp32 accumulator take the 16-lane vector passes (explicit LLVM vectors,
-masked loads and stores for a row's last partial step, a shuffle butterfly per head); other head counts
-and fp64 take the scalar lane walk. These tests cover both, with row lengths around every multiple of
-16 values, empty rows, a hub longer than the exp scratch, all -inf heads and mixed dtypes.
+masked loads and stores for a row's last partial step, a shuffle butterfly per head; with ``eid``, one
+masked ``H``-lane load and store per edge); other head counts and fp64 take the scalar walks. These tests
+cover both, with row lengths around every multiple of 16 values, empty rows, a hub longer than the exp
+scratch, all -inf heads and mixed dtypes.
 """
 
 import math
@@ -55,51 +57,87 @@ def _assert_close_nan(actual, expected, dtype):
     assert_close(actual[~nan], expected[~nan], dtype)
 
 
+ORDERS = ["slots", "eid"]
+
+
+class _Order:
+    """Runs the kernels with edges in slot order (``slots``) or scattered by a random permutation ``eid``
+    (slot ``k`` holds edge ``eid[k]``), taking and returning slot-ordered tensors either way."""
+
+    def __init__(self, name, E, seed=0):
+        self.perm = None
+        if name != "slots":
+            self.perm = torch.randperm(E, generator=torch.Generator().manual_seed(seed + 100))
+            self.eid = self.perm
+
+    def _edges(self, t):
+        if self.perm is None:
+            return t
+        out = torch.empty_like(t)
+        out[self.perm] = t
+        return out
+
+    def forward(self, indptr, x, **kw):
+        if self.perm is None:
+            return K.edge_softmax_forward(indptr, None, x, **kw)
+        return K.edge_softmax_forward(indptr, self.eid, self._edges(x), **kw)[self.perm]
+
+    def backward(self, indptr, s, g, **kw):
+        if self.perm is None:
+            return K.edge_softmax_backward(indptr, None, s, g, **kw)
+        return K.edge_softmax_backward(indptr, self.eid, self._edges(s), self._edges(g), **kw)[self.perm]
+
+
 # every remainder of deg * H modulo 16 for the small H, empty rows between, and a few whole vectors
 DEGREES = [0, 1, 2, 3, 4, 5, 6, 7, 0, 8, 9, 11, 13, 15, 16, 17, 0, 0, 31, 33, 47, 64, 100, 2, 0]
 
 
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("H", [1, 2, 4, 8, 16, 3, 17])
 @pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=["f32", "bf16", "f16"])
-def test_contiguous_rows_match_float64(H, dtype):
+def test_rows_match_float64(H, dtype, order):
     indptr = _indptr(DEGREES)
     E = int(indptr[-1])
+    run = _Order(order, E, H)
     gen = torch.Generator().manual_seed(H)
     x = (torch.randn(E, H, generator=gen, dtype=F64) * 6).to(dtype)
-    s = K.edge_softmax_forward(indptr, None, x)
+    s = run.forward(indptr, x)
     assert s.dtype == dtype and s.shape == x.shape
     expected = _ref_forward(indptr, x)
     assert_close(s, expected, dtype)
     g = torch.randn(E, H, generator=gen, dtype=F64).to(dtype)
-    grad = K.edge_softmax_backward(indptr, None, expected.to(dtype), g)
+    grad = run.backward(indptr, expected.to(dtype), g)
     assert grad.dtype == dtype
     assert_close(grad, _ref_backward(indptr, expected.to(dtype), g), dtype)
 
 
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("H", [4, 3])
-def test_mixed_dtypes(H):
+def test_mixed_dtypes(H, order):
     """Logits in one 16-bit format, output in another or fp32; s and g in different formats."""
     indptr = _indptr(DEGREES)
     E = int(indptr[-1])
+    run = _Order(order, E)
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(E, H, 1, generator=gen, dtype=F64) * 4
     for src, dst in ((BF16, F32), (F16, BF16), (F32, F16), (BF16, F64)):
         xd = x.to(src)
-        s = K.edge_softmax_forward(indptr, None, xd, out_dtype=dst)
+        s = run.forward(indptr, xd, out_dtype=dst)
         assert s.dtype == dst
         assert_close(s, _ref_forward(indptr, xd), dst)
     s = _ref_forward(indptr, x).to(BF16)
     g = torch.randn(E, H, 1, generator=gen, dtype=F64).to(F16)
-    grad = K.edge_softmax_backward(indptr, None, s, g)
+    grad = run.backward(indptr, s, g)
     assert grad.dtype == F32
     assert_close(grad, _ref_backward(indptr, s, g), F32)
-    grad = K.edge_softmax_backward(indptr, None, s, g, out_dtype=BF16)
+    grad = run.backward(indptr, s, g, out_dtype=BF16)
     assert grad.dtype == BF16
     assert_close(grad, _ref_backward(indptr, s, g), BF16)
 
 
+@pytest.mark.parametrize("order", ["slots", "eid"])
 @pytest.mark.parametrize("H", [1, 4, 3])
-def test_hub_longer_than_scratch_and_extremes(H):
+def test_hub_longer_than_scratch_and_extremes(H, order):
     """A 100,000-edge row (exp computed twice), logits up to 110 (no overflow), -inf logits (weight 0) and
     a head whose logits are all -inf (NaN, as torch.softmax)."""
     indptr = _indptr([100_000, 5, 0, 19, 1])
@@ -107,9 +145,10 @@ def test_hub_longer_than_scratch_and_extremes(H):
     x = torch.rand(E, H, generator=torch.Generator().manual_seed(5), dtype=F64) * 50 + 60
     x[::7, 0] = -math.inf
     x[100_000:100_005, H - 1] = -math.inf  # row 1: head H - 1 has only -inf logits
+    run = _Order(order, E)
     for dtype in (F32, BF16):
         xd = x.to(dtype)
-        s = K.edge_softmax_forward(indptr, None, xd)
+        s = run.forward(indptr, xd)
         expected = _ref_forward(indptr, xd)
         _assert_close_nan(s, expected, dtype)
         assert bool((s[:100_000:7, 0] == 0).all())
@@ -118,18 +157,20 @@ def test_hub_longer_than_scratch_and_extremes(H):
             assert not bool(s[100_000:100_005, 0].isnan().any())
 
 
-def test_threads_do_not_change_results():
+@pytest.mark.parametrize("order", ["slots", "eid"])
+def test_threads_do_not_change_results(order):
     indptr = _indptr(DEGREES * 200)
     x = torch.randn(int(indptr[-1]), 4, generator=torch.Generator().manual_seed(9)).to(BF16)
     g = torch.randn(x.shape, generator=torch.Generator().manual_seed(10))
+    run = _Order(order, x.shape[0])
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        s1 = K.edge_softmax_forward(indptr, None, x)
-        g1 = K.edge_softmax_backward(indptr, None, s1, g)
+        s1 = run.forward(indptr, x)
+        g1 = run.backward(indptr, s1, g)
         torch.set_num_threads(2)
-        s2 = K.edge_softmax_forward(indptr, None, x)
-        g2 = K.edge_softmax_backward(indptr, None, s2, g)
+        s2 = run.forward(indptr, x)
+        g2 = run.backward(indptr, s2, g)
     finally:
         torch.set_num_threads(old)
     assert torch.equal(s1, s2) and torch.equal(g1, g2)

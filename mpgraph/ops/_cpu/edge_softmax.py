@@ -41,8 +41,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ._core import (SOURCE_HASH, acc_exp, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, element_ptr,
-                    empty_out, index_view, kernel_view, load, num_threads, raw_get, run_parallel, stack_acc, store,
-                    to_acc)
+                    empty_out, index_view, kernel_view, load, num_threads, prefetch, raw_get, run_parallel, stack_acc,
+                    store, to_acc)
 from ._layout import check_float, check_index, check_out_dtype, needs_fp64_pass
 
 
@@ -568,6 +568,114 @@ def _backward_rows_lanes(r_begin, r_end, indptr, s, g, out, H):
             _lanes_grad(out, s, g, base + full, rem, a)
 
 
+#: edges ahead whose logits a scattered-row pass prefetches
+SCATTER_PREFETCH = 16
+
+
+@njit(inline="always")
+def _forward_row_lanes_eid(k0, k1, eid, x, out, H, ex):
+    """One row whose edges are scattered (``eid`` given; ``H`` divides 16, fp32 accumulator, the row's
+    ``(k1 - k0) * H`` values fit ``ex``): each edge's ``H`` logits are read once, with a masked load, into
+    the row's contiguous place in ``ex`` (the max taken on the way; edges ahead prefetched), the
+    exponentials are the 16-lane pass of the contiguous path over ``ex``, and each edge's ``H`` results are
+    written back to its own place with a masked store."""
+    m = stack_acc(out, LANES)
+    z = stack_acc(out, LANES)
+    _lanes_fill(m, -np.inf)
+    _lanes_fill(z, 0.0)
+    last = eid.size - 1
+    for k in range(k0, k1):
+        ahead = raw_get(eid, min(k + SCATTER_PREFETCH, last)) * H
+        prefetch(x, ahead)
+        prefetch(out, ahead)
+        # lanes 0..H-1 are the edge's heads; the -inf written past them is overwritten by the next edge
+        _lanes_max(m, x, raw_get(eid, k) * H, H, ex, (k - k0) * H)
+    _heads_max(m, H)
+    n = (k1 - k0) * H
+    for i in range(0, n, LANES):
+        _lanes_exp(z, m, ex, i, min(LANES, n - i), ex, i)
+    _heads_sum(z, H)
+    for k in range(k0, k1):
+        _lanes_div(out, raw_get(eid, k) * H, H, ex, (k - k0) * H, z)
+
+
+@njit
+def _forward_rows_lanes_eid(r_begin, r_end, indptr, eid, x, out, H):
+    """Rows whose edges are scattered, 16-lane steps; hub rows that do not fit the scratch take the scalar
+    :func:`_forward_row`."""
+    ex = alloc_acc(out, EXP_SCRATCH + LANES)
+    m = alloc_acc(out, H)
+    z = alloc_acc(out, H)
+    for r in range(r_begin, r_end):
+        k0 = raw_get(indptr, r)
+        k1 = raw_get(indptr, r + 1)
+        if k1 == k0:
+            continue
+        if (k1 - k0) * H <= EXP_SCRATCH:
+            _forward_row_lanes_eid(k0, k1, eid, x, out, H, ex)
+        else:
+            _forward_row(k0, k1, eid, x, out, H, m, z, ex, False)
+
+
+@njit
+def _backward_rows_lanes_eid(r_begin, r_end, indptr, eid, s, g, out, H):
+    """Rows whose edges are scattered, one masked ``H``-lane step per edge: the row sums of ``s * g``
+    (edges ahead prefetched), then the gradient (the row's edges are in cache by then)."""
+    a = stack_acc(out, LANES)
+    last = eid.size - 1
+    for r in range(r_begin, r_end):
+        k0 = raw_get(indptr, r)
+        k1 = raw_get(indptr, r + 1)
+        _lanes_fill(a, 0.0)
+        for k in range(k0, k1):
+            ahead = raw_get(eid, min(k + SCATTER_PREFETCH, last)) * H
+            prefetch(s, ahead)
+            prefetch(g, ahead)
+            prefetch(out, ahead)
+            _lanes_dot(a, s, g, raw_get(eid, k) * H, H)
+        for k in range(k0, k1):
+            _lanes_grad(out, s, g, raw_get(eid, k) * H, H, a)
+
+
+def _forward_scattered(r_begin, r_end, indptr, eid, x, out, H):
+    """Rows whose edges are scattered: the 16-lane passes when they apply, else :func:`_forward_rows`."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_forward_scattered)
+def _forward_scattered_impl(r_begin, r_end, indptr, eid, x, out, H):
+    if not _vector_ok(x, out):
+        return lambda r_begin, r_end, indptr, eid, x, out, H: _forward_rows(r_begin, r_end, indptr, eid, x, out, H)
+
+    def impl(r_begin, r_end, indptr, eid, x, out, H):
+        if LANES % H == 0:
+            _forward_rows_lanes_eid(r_begin, r_end, indptr, eid, x, out, H)
+        else:
+            _forward_rows(r_begin, r_end, indptr, eid, x, out, H)
+
+    return impl
+
+
+def _backward_scattered(r_begin, r_end, indptr, eid, s, g, out, H):
+    """Rows whose edges are scattered: the 16-lane passes when they apply, else :func:`_backward_rows`."""
+    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+
+@overload(_backward_scattered)
+def _backward_scattered_impl(r_begin, r_end, indptr, eid, s, g, out, H):
+    if not _vector_ok(s, g, out):
+        return lambda r_begin, r_end, indptr, eid, s, g, out, H: _backward_rows(r_begin, r_end, indptr, eid, s, g,
+                                                                                out, H)
+
+    def impl(r_begin, r_end, indptr, eid, s, g, out, H):
+        if LANES % H == 0:
+            _backward_rows_lanes_eid(r_begin, r_end, indptr, eid, s, g, out, H)
+        else:
+            _backward_rows(r_begin, r_end, indptr, eid, s, g, out, H)
+
+    return impl
+
+
 def _vector_ok(*arrays):
     """Whether the 16-lane passes apply to these kernel arrays (fp32 accumulator: no fp64 array)."""
     return all(a.dtype in _VECTOR_DTYPES for a in arrays)
@@ -627,7 +735,7 @@ def edge_softmax_kernels():
             if eid.size == 0:
                 _forward_contiguous(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, x, out, H, L)
             else:
-                _forward_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, eid, x, out, H)
+                _forward_scattered(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, eid, x, out, H)
             c = atomic_fetch_add(counter, 0, 1)
 
     @njit(cache=True, nogil=True)
@@ -640,7 +748,7 @@ def edge_softmax_kernels():
             if eid.size == 0:
                 _backward_contiguous(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, s, g, out, H, L)
             else:
-                _backward_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, eid, s, g, out, H)
+                _backward_scattered(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, eid, s, g, out, H)
             c = atomic_fetch_add(counter, 0, 1)
 
     return forward, backward
