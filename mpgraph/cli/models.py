@@ -4,6 +4,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import nn as gnn
+from ..nn.utils import Dropout
 
 __all__ = ["MODELS", "DEFAULTS", "build_model"]
 
@@ -27,7 +28,7 @@ class GCN(nn.Module):
         dims = [in_feats] + [hidden] * (layers - 1) + [classes]
         self.layers = nn.ModuleList(gnn.GraphConv(a, b, activation=F.relu if i < layers - 1 else None)
                                     for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, g, h):
         for i, layer in enumerate(self.layers):
@@ -71,7 +72,7 @@ class SAGE(nn.Module):
         super().__init__()
         dims = [in_feats] + [hidden] * (layers - 1) + [classes]
         self.layers = nn.ModuleList(gnn.SAGEConv(a, b, "mean") for a, b in zip(dims[:-1], dims[1:]))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, g, h):
         for i, layer in enumerate(self.layers):
@@ -89,7 +90,7 @@ class GIN(nn.Module):
         for a, b in zip(dims[:-1], dims[1:]):
             mlp = nn.Sequential(nn.Linear(a, hidden), nn.ReLU(), nn.Linear(hidden, b))
             self.layers.append(gnn.GINConv(mlp, "sum"))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, g, h):
         for i, layer in enumerate(self.layers):
@@ -104,7 +105,7 @@ class APPNP(nn.Module):
 
     def __init__(self, in_feats, hidden, classes, layers, dropout):
         super().__init__()
-        self.mlp = nn.Sequential(nn.Dropout(dropout), nn.Linear(in_feats, hidden), nn.ReLU(), nn.Dropout(dropout),
+        self.mlp = nn.Sequential(Dropout(dropout), nn.Linear(in_feats, hidden), nn.ReLU(), Dropout(dropout),
                                  nn.Linear(hidden, classes))
         self.prop = gnn.APPNPConv(10, 0.1)
 

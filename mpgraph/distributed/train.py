@@ -82,6 +82,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import nn as gnn
+from ..nn.utils import Dropout
 from ..base import DGLError
 from ..cli._step import PRECISIONS, PrecisionMode, backward_step
 from ..cli.minibatch import fanouts_arg
@@ -123,7 +124,7 @@ class DistSAGE(nn.Module):
         super().__init__()
         dims = [in_feats] + [hidden] * (num_layers - 1) + [num_classes]
         self.layers = nn.ModuleList(gnn.SAGEConv(a, b, "mean") for a, b in zip(dims[:-1], dims[1:]))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, graphs, h):
         graphs = [graphs] * len(self.layers) if isinstance(graphs, Graph) else list(graphs)

@@ -24,6 +24,7 @@ __all__ = [
     "expand_as_pair",
     "JumpingKnowledge",
     "Identity",
+    "Dropout",
 ]
 
 ZERO_IN_DEGREE_MESSAGE = (
@@ -33,6 +34,31 @@ ZERO_IN_DEGREE_MESSAGE = (
     "the issue. Setting ``allow_zero_in_degree`` to be `True` when constructing this module will "
     "suppress the check and let the code run."
 )
+
+
+class Dropout(nn.Dropout):
+    """:class:`torch.nn.Dropout` that runs :func:`mpgraph.ops.dropout` (an mpgraph extension; DGL has none).
+
+    The same module for everything that holds it: ``p``, ``inplace``, ``train()``/``eval()``, ``repr`` and
+    ``isinstance(m, torch.nn.Dropout)`` behave as torch's. On the CPU the mask is a hash of a seed drawn
+    from torch's generator, applied in one multi-threaded pass and recomputed in the backward instead of
+    stored (torch's CPU dropout draws elements one by one on one thread: on a GAT's ``(E, H, 1)``
+    attention it was most of a training step). mpgraph's layers use it for every dropout they hold.
+    With ``inplace=True`` it is torch's in-place dropout.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from mpgraph.nn.utils import Dropout
+    >>> drop = Dropout(0.25)
+    >>> isinstance(drop, torch.nn.Dropout), drop.eval()(torch.ones(3)).tolist()
+    (True, [1.0, 1.0, 1.0])
+    """
+
+    def forward(self, input):
+        if self.inplace:
+            return nn.functional.dropout(input, self.p, self.training, inplace=True)
+        return ops.dropout(input, self.p, self.training)
 
 
 class Identity(nn.Module):

@@ -10,6 +10,7 @@ know nothing of node/edge frames.
   one value per edge from its endpoints.
 * :func:`edge_softmax`: softmax of edge logits per destination (or source).
 * :func:`segment_reduce`, :func:`segment_softmax`: the same over consecutive row segments.
+* :func:`dropout`: dropout with a seeded mask (fast on the CPU; the backward recomputes the mask).
 
 * :func:`empty_cpu_cache`, :func:`cpu_cache_info`: the CPU kernels' cache of large output
   buffers (``MPGRAPH_CPU_CACHE_MB``), reused across calls.
@@ -19,6 +20,7 @@ accumulate in float32 and round once (see :mod:`mpgraph.precision`).
 """
 
 from ._cpu._buffers import cache_info as cpu_cache_info, empty_cache as empty_cpu_cache
+from .dropout import dropout
 from .edge_softmax import edge_softmax
 from .sddmm import (
     gsddmm, copy_u, copy_v, u_add_v, u_sub_v, u_mul_v, u_div_v, u_dot_v, u_add_e, u_sub_e, u_mul_e, u_div_e,
@@ -41,5 +43,5 @@ __all__ = [
     "u_sub_e", "u_mul_e", "u_div_e", "u_dot_e", "v_add_u", "v_sub_u", "v_mul_u", "v_div_u", "v_dot_u",
     "v_add_e", "v_sub_e", "v_mul_e", "v_div_e", "v_dot_e", "e_add_u", "e_sub_u", "e_mul_u", "e_div_u",
     "e_dot_u", "e_add_v", "e_sub_v", "e_mul_v", "e_div_v", "e_dot_v",
-    "edge_softmax", "segment_reduce", "segment_softmax", "empty_cpu_cache", "cpu_cache_info",
+    "edge_softmax", "segment_reduce", "segment_softmax", "empty_cpu_cache", "cpu_cache_info", "dropout",
 ]

@@ -19,7 +19,8 @@ its ``__init__.py``::
     KERNELS = {"spmm": (fn, supports), "sddmm": (fn, supports), "edge_softmax": (fn, supports),
                "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
                "pick_winners": (fn, supports), "gather_winners": (fn, supports), "edge_winners": (fn, supports),
-               "spmm_mul_backward": (fn, supports), "div_edge_grad": (fn, supports)}
+               "spmm_mul_backward": (fn, supports), "div_edge_grad": (fn, supports), "dropout": (fn, supports),
+               "dropout_backward": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -210,6 +211,17 @@ Kernels by op:
     ``disjoint_rows=True`` promises that different ``r`` never share a winner (the
     edge operand: an edge wins only in its own destination's row), so a kernel may
     split the rows among threads.
+
+``dropout(x, p, seed) -> (y, saved)`` and ``dropout_backward(grad, p, seed, saved) -> grad_x``
+    ``x``: any shape, any float dtype (kernels also see 0-d and non-contiguous
+    tensors; never an empty one, and never ``p == 0``), ``0 < p < 1``, ``seed``:
+    an int in ``[0, 2**64)`` drawn by the op from torch's generator. ``y`` (``x``'s
+    shape and dtype) keeps each element with probability ``1 - p``, scaled by
+    ``1 / (1 - p)``, and zeroes the others. ``saved`` is whatever the backend needs to
+    apply the same mask to the gradient: the seeded backends (``cpu``,
+    ``reference``) recompute the mask from ``seed`` and save ``None``; ``torch``
+    (``torch.native_dropout``, its own generator) saves its boolean mask. The
+    backward always runs on the backend that ran the forward.
 """
 
 import contextlib
@@ -225,12 +237,13 @@ from ..precision import accum_dtype, autocast_disabled
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
            "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
-           "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "capture", "restored",
+           "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward",
+           "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
 OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
-       "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad")
+       "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -556,6 +569,28 @@ def div_edge_grad(index, lhs, grad, rhs, out_dtype):
         return fn(index, lhs, grad, rhs, out_dtype)
 
 
+def dropout(x, p, seed):
+    """Run the selected dropout kernel: ``(y, state)``; ``state`` pins the backward to the same backend."""
+    name, fn = select("dropout", x, p, seed)
+    seen = _recording.get()
+    if seen is not None:
+        seen.append(name)
+    with autocast_disabled(x.device.type):
+        y, saved = fn(x, p, seed)
+    return y, (name, saved)
+
+
+def dropout_backward(state, grad, p, seed):
+    """The gradient of :func:`dropout` with the forward's mask, on the backend that drew it."""
+    name, saved = state
+    for k in _registry["dropout_backward"]:
+        if k.backend == name:
+            with autocast_disabled(grad.device.type):
+                return k.fn(grad, p, seed, saved)
+    raise DGLError(f"backend {name!r} ran a dropout forward but registers no dropout_backward; "
+                   "register both ops for a backend")
+
+
 def _register_builtin():
     from . import _reference, _torch_backend
     register("spmm", "reference", _reference.spmm)
@@ -578,6 +613,10 @@ def _register_builtin():
     register("spmm_mul_backward", "torch", _torch_backend.spmm_mul_backward)
     register("div_edge_grad", "reference", _reference.div_edge_grad)
     register("div_edge_grad", "torch", _reference.div_edge_grad)    # three fused torch passes; no better one
+    register("dropout", "reference", _reference.dropout)
+    register("dropout_backward", "reference", _reference.dropout_backward)
+    register("dropout", "torch", _torch_backend.dropout)
+    register("dropout_backward", "torch", _torch_backend.dropout_backward)
 
 
 _register_builtin()

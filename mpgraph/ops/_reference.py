@@ -11,7 +11,7 @@ import torch
 from ..precision import accum_dtype
 
 __all__ = ["spmm", "sddmm", "edge_softmax", "binary", "spmm_mul_backward", "composed_mul_backward",
-           "composed_mul_backward_supports"]
+           "composed_mul_backward_supports", "dropout", "dropout_backward", "dropout_keep"]
 
 
 def _accum(lhs, rhs, out_dtype):
@@ -271,3 +271,54 @@ def _mul_backward_bcasts(grad, heads):
     H = heads
     D = grad.shape[1] // H
     return (infer_bcast("mul", (H, D), (H, 1), grad.device), infer_bcast("dot", (H, D), (H, D), grad.device))
+
+
+# ----------------------------------------------------------------------------------------------- seeded dropout
+# SplitMix64 on int64 tensors (two's-complement arithmetic wraps like uint64; right shifts are made logical by
+# masking), the same draw as the CPU kernel (mpgraph.ops._cpu.dropout): element i of a tensor is kept when
+# mix(seed + (i + 1) * GAMMA) >> 40 >= round(p * 2**24).
+_GAMMA, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_DRAW_BITS = 24
+_DROPOUT_CHUNK = 1 << 20
+
+
+def _i64(u):
+    """The int64 with the bits of the uint64 ``u``."""
+    return u - (1 << 64) if u >= 1 << 63 else u
+
+
+def _shr(z, k):
+    """Logical right shift of int64 ``z`` by ``k`` bits."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
+
+def dropout_keep(n, p, seed, device, start=0):
+    """Bool mask of flat elements ``start .. start + n - 1``: True where the seeded draw keeps the element."""
+    z = torch.arange(start + 1, start + n + 1, dtype=torch.int64, device=device)
+    z = z * _i64(_GAMMA) + _i64(seed)
+    z = (z ^ _shr(z, 30)) * _i64(_MIX1)
+    z = (z ^ _shr(z, 27)) * _i64(_MIX2)
+    z = z ^ _shr(z, 31)
+    return _shr(z, 64 - _DRAW_BITS) >= int(round(float(p) * (1 << _DRAW_BITS)))
+
+
+def _apply_seeded_mask(x, p, seed):
+    acc = accum_dtype(x.dtype)
+    flat = x.reshape(-1)
+    out = torch.empty(flat.shape, dtype=x.dtype, device=x.device)
+    scale = 1.0 / (1.0 - float(p))
+    for start in range(0, flat.numel(), _DROPOUT_CHUNK):          # bounds the int64 temporaries
+        part = flat[start:start + _DROPOUT_CHUNK]
+        keep = dropout_keep(part.numel(), p, seed, x.device, start)
+        out[start:start + part.numel()] = (part.to(acc) * (keep.to(acc) * scale)).to(x.dtype)
+    return out.reshape(x.shape)
+
+
+def dropout(x, p, seed):
+    """Seeded dropout: ``(x * keep / (1 - p), None)`` in ``x``'s dtype, computed in float32 (float64)."""
+    return _apply_seeded_mask(x, p, seed), None
+
+
+def dropout_backward(grad, p, seed, saved):
+    """The gradient of :func:`dropout`: the same seeded mask and scale applied to ``grad``."""
+    return _apply_seeded_mask(grad, p, seed)

@@ -27,7 +27,7 @@ import torch.nn.functional as nnF
 from ..precision import accum_dtype
 from ._reference import binary, composed_mul_backward
 
-__all__ = ["spmm", "sddmm", "edge_softmax", "spmm_mul_backward"]
+__all__ = ["spmm", "sddmm", "edge_softmax", "spmm_mul_backward", "dropout", "dropout_backward"]
 
 
 def _accum(lhs, rhs, out_dtype):
@@ -210,3 +210,14 @@ def edge_softmax_backward(index, out, grad_out, out_dtype):
 
 #: ``spmm_mul_backward`` here is this backend's gSpMM and gSDDMM, one after the other
 spmm_mul_backward = composed_mul_backward(spmm, sddmm)
+
+
+def dropout(x, p, seed):
+    """``torch.native_dropout`` (torch's generator, not ``seed``): ``(y, mask)``."""
+    y, mask = torch.native_dropout(x, float(p), True)
+    return y, mask
+
+
+def dropout_backward(grad, p, seed, mask):
+    """The gradient of :func:`dropout` through its saved mask."""
+    return torch.ops.aten.native_dropout_backward(grad, mask, 1.0 / (1.0 - float(p)))

@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from ..utils import Dropout
 from ..utils import (as_dtype, check_edge_weight, check_node_feat, compute_dtype, degree_norm, norm_dtype,
                      propagate_sym)
 from .graphconv import EdgeWeightNorm
@@ -48,7 +49,7 @@ class APPNPConv(nn.Module):
         super().__init__()
         self._k = k
         self._alpha = alpha
-        self.edge_drop = nn.Dropout(edge_drop)
+        self.edge_drop = Dropout(edge_drop)
 
     def forward(self, graph, feat, edge_weight=None):
         r"""Propagate ``feat: (N, *)``; returns the same shape.

@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from ..utils import Dropout
 from ..utils import as_dtype, check_node_feat, compute_dtype, expand_as_pair, scale_rows
 from .densegraphconv import check_adj
 
@@ -48,7 +49,7 @@ class DenseSAGEConv(nn.Module):
         self._in_feats = in_feats
         self._out_feats = out_feats
         self._norm = norm
-        self.feat_drop = nn.Dropout(feat_drop)
+        self.feat_drop = Dropout(feat_drop)
         self.activation = activation
         self.fc = nn.Linear(in_feats, out_feats, bias=bias)
         self.reset_parameters()

@@ -5,6 +5,7 @@ from torch import nn
 
 from ... import ops
 from ...base import DGLError
+from ..utils import Dropout
 from ..utils import (Identity, as_dtype, check_edge_weight, check_src_dst, check_zero_in_degree, compute_dtype,
                      expand_as_pair)
 
@@ -101,9 +102,9 @@ class GATConv(nn.Module):
             self.fc = nn.Linear(self._in_src_feats, out_feats * num_heads, bias=False)
         self.attn_l = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
-        self.feat_drop = nn.Dropout(feat_drop)
-        self.attn_drop = nn.Dropout(attn_drop)
-        self.msg_drop = nn.Dropout(msg_drop)
+        self.feat_drop = Dropout(feat_drop)
+        self.attn_drop = Dropout(attn_drop)
+        self.msg_drop = Dropout(msg_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
         self.has_linear_res = False
         self.has_explicit_bias = False

@@ -4,6 +4,7 @@ from torch import nn
 
 from ... import ops
 from ...base import DGLError
+from ..utils import Dropout
 from ..utils import (Identity, as_dtype, check_src_dst, check_zero_in_degree, compute_dtype, expand_as_pair)
 
 __all__ = ["GATv2Conv"]
@@ -78,8 +79,8 @@ class GATv2Conv(nn.Module):
         else:
             self.fc_dst = nn.Linear(self._in_src_feats, out_feats * num_heads, bias=bias)
         self.attn = nn.Parameter(self.fc_src.weight.new_empty(1, num_heads, out_feats))
-        self.feat_drop = nn.Dropout(feat_drop)
-        self.attn_drop = nn.Dropout(attn_drop)
+        self.feat_drop = Dropout(feat_drop)
+        self.attn_drop = Dropout(attn_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
         if residual:
             if self._in_dst_feats != out_feats * num_heads:

@@ -10,6 +10,7 @@ from ..._index import as_index
 from ...base import DGLError
 from ...precision import accum_dtype
 from ..linear import TypedLinear
+from ..utils import Dropout
 from ..utils import as_dtype, check_node_feat, compute_dtype
 
 __all__ = ["HGTConv"]
@@ -92,7 +93,7 @@ class HGTConv(nn.Module):
         self.relation_att = nn.ModuleList([TypedLinear(head_size, head_size, num_etypes) for _ in range(num_heads)])
         self.relation_msg = nn.ModuleList([TypedLinear(head_size, head_size, num_etypes) for _ in range(num_heads)])
         self.skip = nn.Parameter(torch.ones(num_ntypes))
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         if use_norm:
             self.norm = nn.LayerNorm(out)
         if in_size != out:

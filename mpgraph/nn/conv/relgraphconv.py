@@ -7,6 +7,7 @@ from ... import ops
 from ..._index import as_index
 from ...base import DGLError
 from ..linear import TypedLinear
+from ..utils import Dropout
 from ..utils import as_dtype, check_float_tensor, check_node_feat, compute_dtype, scale_rows
 
 __all__ = ["RelGraphConv"]
@@ -81,7 +82,7 @@ class RelGraphConv(nn.Module):
             self.layer_norm_weight = nn.LayerNorm(out_feat, elementwise_affine=True)
         if self.self_loop:
             self.loop_weight = nn.Parameter(torch.empty(in_feat, out_feat))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -6,6 +6,7 @@ from torch import nn
 
 from ..._index import as_index
 from ...base import DGLError
+from ..utils import Dropout
 from ..utils import (aggregate, as_dtype, check_choice, check_edge_weight, check_src_dst, compute_dtype,
                      expand_as_pair, norm_dtype, scale_rows)
 
@@ -89,7 +90,7 @@ class SAGEConv(nn.Module):
         self._out_feats = out_feats
         self._aggre_type = aggregator_type
         self.norm = norm
-        self.feat_drop = nn.Dropout(feat_drop)
+        self.feat_drop = Dropout(feat_drop)
         self.activation = activation
         if aggregator_type == "pool":
             self.fc_pool = nn.Linear(self._in_src_feats, self._in_src_feats)

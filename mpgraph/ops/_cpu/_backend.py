@@ -25,7 +25,8 @@ __all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", 
            "sddmm_supports", "edge_softmax_supports", "edge_softmax_backward_supports", "scatter_winners_supports",
            "pick_winners", "pick_winners_supports",
            "gather_winners", "gather_winners_supports", "edge_winners", "edge_winners_supports", "spmm_mul_backward",
-           "spmm_mul_backward_supports", "div_edge_grad", "div_edge_grad_supports"]
+           "spmm_mul_backward_supports", "div_edge_grad", "div_edge_grad_supports", "dropout", "dropout_backward",
+           "dropout_supports", "dropout_backward_supports"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
@@ -251,6 +252,30 @@ def _inverse(perm):
     return out
 
 
+def dropout_supports(x, p, seed):
+    """Whether :func:`dropout` runs this call: a CPU float tensor and Numba present."""
+    return _ok((x,), x.dtype)
+
+
+def dropout_backward_supports(grad, p, seed, saved):
+    """Whether :func:`dropout_backward` runs this call: a CPU float tensor and Numba present."""
+    return _ok((grad,), grad.dtype)
+
+
+def dropout(x, p, seed):
+    """Seeded dropout (:mod:`.dropout`): ``(y, None)``; the backward recomputes the mask from ``seed``."""
+    from .dropout import dropout as kernel
+
+    return kernel(x, p, seed), None
+
+
+def dropout_backward(grad, p, seed, saved):
+    """The gradient of :func:`dropout`: the same seeded mask on ``grad``."""
+    from .dropout import dropout as kernel
+
+    return kernel(grad, p, seed)
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "spmm_mul_backward": (spmm_mul_backward, spmm_mul_backward_supports),
@@ -262,4 +287,6 @@ KERNELS = {
     "gather_winners": (gather_winners, gather_winners_supports),
     "edge_winners": (edge_winners, edge_winners_supports),
     "div_edge_grad": (div_edge_grad, div_edge_grad_supports),
+    "dropout": (dropout, dropout_supports),
+    "dropout_backward": (dropout_backward, dropout_backward_supports),
 }
