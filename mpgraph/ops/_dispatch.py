@@ -20,7 +20,7 @@ its ``__init__.py``::
                "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
                "pick_winners": (fn, supports), "gather_winners": (fn, supports), "edge_winners": (fn, supports),
                "spmm_mul_backward": (fn, supports), "div_edge_grad": (fn, supports), "dropout": (fn, supports),
-               "dropout_backward": (fn, supports)}
+               "dropout_backward": (fn, supports), "winners_product_backward": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -197,6 +197,15 @@ Kernels by op:
     ``h * B + B - 1`` (``B = F // H``; ``'div'`` divides the sum of
     ``grad * lhs`` by ``-rhs[e, h]^2``).
 
+``winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype) -> (grad_lhs, grad_rhs)``
+    Both gradients of a ``u_mul_e``/``u_div_e`` max/min (``op`` ``'mul'``/``'div'``)
+    with one value per edge (``rhs: (E, 1)``, ``lhs: (N_src, F)``) from slot
+    winners: ``gather_winners(index, grad, winners, lhs_dtype, op, rhs)`` and
+    ``edge_winners(index, grad, winners, rhs_dtype, op, lhs, rhs, cols=1)``
+    in one call, so a kernel can compute both in one pass (the CPU kernel's
+    gather over each source's out-edges has the edge's gradient and winner rows
+    loaded, and the source's own ``lhs`` row).
+
 ``scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
     ``arg_u``/``arg_e`` of the forward, -1 where a row had no edge), ``coef: (R, F)``
@@ -238,12 +247,13 @@ from ..precision import accum_dtype, autocast_disabled
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
            "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
            "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward",
-           "capture", "restored",
+           "winners_product_backward", "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
 OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
-       "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward")
+       "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward",
+       "winners_product_backward")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -569,6 +579,16 @@ def div_edge_grad(index, lhs, grad, rhs, out_dtype):
         return fn(index, lhs, grad, rhs, out_dtype)
 
 
+def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
+    """Run the selected fused max/min product backward; answers empty cases itself. ``(grad_lhs, grad_rhs)``."""
+    if index.num_edges == 0 or grad.shape[1] == 0:
+        return (torch.zeros(index.num_src, grad.shape[1], dtype=lhs_dtype, device=grad.device),
+                torch.zeros(index.num_edges, 1, dtype=rhs_dtype, device=grad.device))
+    fn = _choose("winners_product_backward", index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype)
+    with autocast_disabled(grad.device.type):
+        return fn(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype)
+
+
 def dropout(x, p, seed):
     """Run the selected dropout kernel: ``(y, state)``; ``state`` pins the backward to the same backend."""
     name, fn = select("dropout", x, p, seed)
@@ -613,6 +633,8 @@ def _register_builtin():
     register("spmm_mul_backward", "torch", _torch_backend.spmm_mul_backward)
     register("div_edge_grad", "reference", _reference.div_edge_grad)
     register("div_edge_grad", "torch", _reference.div_edge_grad)    # three fused torch passes; no better one
+    register("winners_product_backward", "reference", _reference.winners_product_backward)
+    register("winners_product_backward", "torch", _reference.winners_product_backward)  # the two slot passes
     register("dropout", "reference", _reference.dropout)
     register("dropout_backward", "reference", _reference.dropout_backward)
     register("dropout", "torch", _torch_backend.dropout)

@@ -177,6 +177,12 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
     return _scatter_slots(index, grad, winners, out_dtype, "src", index.num_src)
 
 
+def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
+    """Reference of the fused max/min product backward: :func:`gather_winners` then :func:`edge_winners`."""
+    return (gather_winners(index, grad, winners, lhs_dtype, op, rhs),
+            edge_winners(index, grad, winners, rhs_dtype, op, lhs, rhs if op == "div" else None, cols=1))
+
+
 def _block_pos(F, H, device):
     """The edge operand's column of each of ``F`` features for a block broadcast of ``H`` columns (None: F == H)."""
     return None if H == F else torch.arange(F, device=device) // (F // H)

@@ -294,7 +294,8 @@ SLOT_SHAPES = {"same": ((3,), (3,)), "scalar": ((3,), (1,)), "flat": ((3,), ()),
 @pytest.mark.parametrize("shapes", list(SLOT_SHAPES))
 def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, shapes):
     """On the CPU backend max/min of copies, sums, differences and products record 1-byte slot winners and
-    the backward gathers by them (no scatter), also when the edge operand is a block broadcast: the gradients
+    the backward gathers by them (no scatter), also when the edge operand is a block broadcast (products with
+    one weight per edge: both gradients from one gather, ``winners_product_backward``): the gradients
     equal the reference backend's, parallel edges included; double backward still works (the slots become
     ids for the differentiable scatter)."""
     if "cpu" not in backends("gather_winners"):
@@ -303,7 +304,7 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, sha
         pytest.skip("a copy has one operand: nothing broadcasts")
     xshape, wshape = SLOT_SHAPES[shapes]
     calls = []
-    for name in ("gather_winners", "edge_winners"):
+    for name in ("gather_winners", "edge_winners", "winners_product_backward"):
         real = getattr(ops._dispatch, name)
         monkeypatch.setattr(ops._dispatch, name,
                             lambda *a, name=name, real=real, **k: calls.append((name, a[2].dtype)) or real(*a, **k))
@@ -339,6 +340,8 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, sha
                 assert_close(mine, ref.double(), dtype)
                 assert_close(ids, ref.double(), dtype)
     expected = [("gather_winners", torch.uint8)] * uses[0] + [("edge_winners", torch.uint8)] * uses[1]
+    if op in ("mul", "div") and shapes in ("scalar", "flat"):    # one weight per edge: both in one pass
+        expected = [("winners_product_backward", torch.uint8)]
     assert calls == expected * 3
     gen = torch.Generator().manual_seed(6)
     x = rand((5,) + xshape, torch.float64, gen).requires_grad_()

@@ -26,7 +26,8 @@ __all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", 
            "pick_winners", "pick_winners_supports",
            "gather_winners", "gather_winners_supports", "edge_winners", "edge_winners_supports", "spmm_mul_backward",
            "spmm_mul_backward_supports", "div_edge_grad", "div_edge_grad_supports", "dropout", "dropout_backward",
-           "dropout_supports", "dropout_backward_supports"]
+           "dropout_supports", "dropout_backward_supports", "winners_product_backward",
+           "winners_product_backward_supports"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
@@ -182,6 +183,23 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
                   eid=eid if factor != "copy" else None, other=rhs if factor != "copy" else None)
 
 
+def winners_product_backward_supports(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
+    """Whether :func:`winners_product_backward` runs this call: as :func:`gather_winners_supports`."""
+    return (gather_winners_supports(index, grad, winners, lhs_dtype, op, rhs)
+            and _ok((lhs,), rhs_dtype))
+
+
+def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
+    """Both gradients of a ``u_mul_e``/``u_div_e`` max/min with one value per edge in one pass over the
+    sources' out-edges (:func:`.scatter.gather_winners` with ``lhs``): the edge gradient comes from the
+    gradient and winner rows the node gradient loads anyway."""
+    from .scatter import gather_winners as kernel
+
+    indptr, dst, eid = index.csr()
+    return kernel(indptr, dst, _csr_slots(index, winners.dtype), grad, winners, out_dtype=lhs_dtype, op=op,
+                  eid=eid, other=rhs, lhs=lhs, edge_dtype=rhs_dtype)
+
+
 def edge_winners_supports(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):
     """Whether :func:`edge_winners` runs this call: as :func:`gather_winners_supports`."""
     return gather_winners_supports(index, grad, winners, out_dtype) and _ok((lhs, rhs), out_dtype)
@@ -287,6 +305,7 @@ KERNELS = {
     "gather_winners": (gather_winners, gather_winners_supports),
     "edge_winners": (edge_winners, edge_winners_supports),
     "div_edge_grad": (div_edge_grad, div_edge_grad_supports),
+    "winners_product_backward": (winners_product_backward, winners_product_backward_supports),
     "dropout": (dropout, dropout_supports),
     "dropout_backward": (dropout_backward, dropout_backward_supports),
 }

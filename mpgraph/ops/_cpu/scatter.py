@@ -219,18 +219,21 @@ GATHER_WIDTHS = (64, 128)
 FACTORS = {"copy": 0, "mul": 1, "div": 2}
 
 
-def _make_gather_rows(W, factor, SEG=0):
+def _make_gather_rows(W, factor, SEG=0, EG=False):
     """Source rows ``[r0, r1)`` of :func:`gather_winners`: ``W`` columns, a compile-time constant (a stack
     accumulator LLVM keeps in vector registers), or ``W == 0`` (runtime ``F`` into the scratch row);
     ``factor`` (:data:`FACTORS`) says whether ``G`` is multiplied or divided by the edge's ``other`` row.
     ``SEG > 0`` (with ``W``): ``other`` has ``W // SEG`` heads of ``SEG`` columns, compiled in, so the row
-    loop stays one unrolled loop (a runtime block width measured 3-4x slower than a copy's gather)."""
+    loop stays one unrolled loop (a runtime block width measured 3-4x slower than a copy's gather).
+    ``EG`` (a product with one value per edge, ``H == 1``): the same pass also writes the edge operand's
+    gradient, ``gw[eid[k]] = sum_j [won] G[v, j] x[r, j]`` (``mul``; ``div``: ``-sum / other^2``), from the
+    ``G`` and winner rows it has loaded and the source's own row of ``x``."""
     size = max(W, 1)
     NH = W // SEG if SEG > 0 else 1
 
     # numpy's error model: a division by zero gives inf/nan (as torch) and needs no test per element
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")
-    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf, eid, other, H):
+    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf, eid, other, H, x, gw):
         n = W if W > 0 else F
         acc = stack_acc(gx, size) if W > 0 else scratch
         bv = stack_acc(gx, NH)      # SEG > 0: the edge's head values
@@ -251,6 +254,8 @@ def _make_gather_rows(W, factor, SEG=0):
                         op_ = raw_get(eid, k + pf) * H
                         for t in range(0, H, o_line):
                             prefetch(other, op_ + t)
+                        if EG:                          # and its element of the edge gradient, written then
+                            prefetch(gw, op_)
                 b = raw_get(indices, k) * n
                 me = raw_get(slot_of, k)
                 if factor == 0:
@@ -272,11 +277,18 @@ def _make_gather_rows(W, factor, SEG=0):
                         m = g * bv[j // SEG] if factor == 1 else g / bv[j // SEG]
                         acc[j] += select(raw_get(win, b + j) == me, m, zero)
                 elif H == 1:                        # one value per edge: a scalar broadcast over the row
-                    o = to_acc(gx, load(other, raw_get(eid, k)))
+                    e = raw_get(eid, k)
+                    o = to_acc(gx, load(other, e))
+                    dot = zero
                     for j in range(n):
                         g = to_acc(gx, load(G, b + j))
                         m = g * o if factor == 1 else g / o
-                        acc[j] += select(raw_get(win, b + j) == me, m, zero)
+                        won = raw_get(win, b + j) == me
+                        acc[j] += select(won, m, zero)
+                        if EG:
+                            dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
+                    if EG:
+                        store(gw, e, dot if factor == 1 else (zero - dot) / (o * o))
                 else:                               # block broadcast: other[e, h] for columns h*B .. h*B+B-1
                     ob = raw_get(eid, k) * H
                     B = n // H
@@ -299,21 +311,21 @@ GATHER_HEAD_SEGS = (2, 4, 8, 16, 32, 64)
 
 
 @functools.cache
-def _gather_kernel(W, factor, SEG=0):
+def _gather_kernel(W, factor, SEG=0, EG=False):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    rows = _make_gather_rows(W, factor, SEG) if SEG else _GATHER_ROWS[W, factor]
+    rows = _make_gather_rows(W, factor, SEG, EG) if SEG or EG else _GATHER_ROWS[W, factor]
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H):
+    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H, x, gw):
         _ = source_hash
         indptr, indices, slot_of, eid = borrow(indptr), borrow(indices), borrow(slot_of), borrow(eid)
-        G, win, gx, other = borrow(G), borrow(win), borrow(gx), borrow(other)
+        G, win, gx, other, x, gw = borrow(G), borrow(win), borrow(gx), borrow(other), borrow(x), borrow(gw)
         owner = alloc_acc(gx, F if W == 0 else 1)    # one scratch row per thread, not per row
         scratch = borrow(owner)
         c = atomic_fetch_add(counter, 0, 1)
         while c < bounds.size - 1:
             rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, slot_of, G, win, gx, F, scratch, pf,
-                 eid, other, H)
+                 eid, other, H, x, gw)
             c = atomic_fetch_add(counter, 0, 1)
         owner[0] = 0    # keeps the scratch owner alive past the loop
 
@@ -321,7 +333,7 @@ def _gather_kernel(W, factor, SEG=0):
 
 
 def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, prefetch_distance=None, op="copy",
-                   eid=None, other=None):
+                   eid=None, other=None, lhs=None, edge_dtype=None):
     """The node operand's gradient of max/min (``copy_u``, ``u_{add,sub,mul,div}_e``) from slot winners, by source row.
 
     .. math::
@@ -359,12 +371,22 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         The edge operand in edge-id order; needed with ``'mul'``/``'div'``. ``H`` columns with ``F % H == 0``
         are a block broadcast: column ``f`` reads ``other[e, f // (F // H)]`` (one weight per edge: ``H = 1``;
         GAT's ``(E, H, 1)`` against ``(N, H, D)``).
+    lhs : Tensor ``(N_src, F)``, optional
+        With ``'mul'``/``'div'`` and ``other`` of one column: the node operand of the forward. The same pass
+        then also returns the edge operand's gradient (see Returns).
+    edge_dtype : torch.dtype, optional
+        Dtype of that edge gradient, default ``other``'s.
 
     Returns
     -------
     Tensor ``(N_src, F)``
         Sources without out-edges (and edges that won nowhere) get 0. Each row is summed in slot order by
         one thread, so results do not depend on the thread count.
+    (Tensor ``(N_src, F)``, Tensor ``(E, 1)``) when ``lhs`` is given
+        The node gradient and the edge gradient
+        ``sum_f [winners[v, f] = slot_of[k]] grad[v, f] lhs[u, f]`` (``'div'``: that sum times
+        ``-1 / other[e]^2``) at edge ``e = eid[k]``, summed in the accumulator dtype and rounded once; 0 for
+        edges that won nowhere.
 
     Raises
     ------
@@ -400,11 +422,22 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
                              f"got eid {None if eid is None else eid.numel()}, other {tuple(other.shape)}")
     out_dtype = out_dtype or grad.dtype
     N_src, F = indptr.numel() - 1, grad.shape[1]
+    EG = lhs is not None
+    if EG:
+        check_float("lhs", lhs, min_dim=2)
+        check_out_dtype(edge_dtype)
+        if op == "copy" or other.shape[1] != 1 or tuple(lhs.shape) != (max(N_src, 0), F):
+            raise ValueError(f"expected lhs ({max(N_src, 0)}, {F}) with op 'mul'/'div' and other (E, 1), got op "
+                             f"{op!r}, lhs {tuple(lhs.shape)}, other {tuple(other.shape)}")
+        edge_dtype = edge_dtype or other.dtype
     # float64 accumulation whenever float64 is involved; the result is rounded once at the end
-    work_dtype = torch.float64 if torch.float64 in (grad.dtype, out_dtype) else out_dtype
+    involved = (grad.dtype, out_dtype) + ((lhs.dtype, other.dtype, edge_dtype) if EG else ())
+    work_dtype = torch.float64 if torch.float64 in involved else out_dtype
     gx = empty_out((max(N_src, 0), F), work_dtype)
     if N_src <= 0 or F == 0 or E == 0:
-        return gx.zero_().to(out_dtype)
+        gx = gx.zero_().to(out_dtype)
+        return (gx, torch.zeros(E, 1, dtype=edge_dtype)) if EG else gx
+    gw = empty_out((E, 1), edge_dtype) if EG else None    # every edge is one slot of the pass: all written
     indptr_np = index_view(indptr.contiguous())
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
@@ -413,11 +446,13 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     factor = FACTORS[op]
     H = other.shape[1] if factor else F
     SEG = F // H if W and factor and 1 < H < F and F // H in GATHER_HEAD_SEGS else 0
-    run_parallel(_gather_kernel(W, factor, SEG), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
+    run_parallel(_gather_kernel(W, factor, SEG, EG), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
                  kernel_view(gx), F, pf, index_view(eid.contiguous() if factor else None),
-                 kernel_view(other.contiguous() if factor else grad[:0]), other.shape[1] if factor else F)
-    return gx if work_dtype == out_dtype else gx.to(out_dtype)
+                 kernel_view(other.contiguous() if factor else grad[:0]), other.shape[1] if factor else F,
+                 kernel_view(lhs.contiguous() if EG else gx[:0]), kernel_view(gw if EG else gx[:0]))
+    gx = gx if work_dtype == out_dtype else gx.to(out_dtype)
+    return (gx, gw) if EG else gx
 
 
 def _as_slot(win, k):
