@@ -199,9 +199,10 @@ Kernels by op:
 
 ``winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype) -> (grad_lhs, grad_rhs)``
     Both gradients of a ``u_mul_e``/``u_div_e`` max/min (``op`` ``'mul'``/``'div'``)
-    with one value per edge (``rhs: (E, 1)``, ``lhs: (N_src, F)``) from slot
-    winners: ``gather_winners(index, grad, winners, lhs_dtype, op, rhs)`` and
-    ``edge_winners(index, grad, winners, rhs_dtype, op, lhs, rhs, cols=1)``
+    with one value per edge or no broadcast (``rhs: (E, 1)`` or ``(E, F)``,
+    ``lhs: (N_src, F)``) from slot winners: ``gather_winners(index, grad, winners,
+    lhs_dtype, op, rhs)`` and ``edge_winners(index, grad, winners, rhs_dtype, op,
+    lhs, rhs, cols=rhs.shape[1])``
     in one call, so a kernel can compute both in one pass (the CPU kernel's
     gather over each source's out-edges has the edge's gradient and winner rows
     loaded, and the source's own ``lhs`` row).
@@ -583,7 +584,7 @@ def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_
     """Run the selected fused max/min product backward; answers empty cases itself. ``(grad_lhs, grad_rhs)``."""
     if index.num_edges == 0 or grad.shape[1] == 0:
         return (torch.zeros(index.num_src, grad.shape[1], dtype=lhs_dtype, device=grad.device),
-                torch.zeros(index.num_edges, 1, dtype=rhs_dtype, device=grad.device))
+                torch.zeros(rhs.shape, dtype=rhs_dtype, device=grad.device))
     fn = _choose("winners_product_backward", index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype)
     with autocast_disabled(grad.device.type):
         return fn(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype)

@@ -180,7 +180,8 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
 def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
     """Reference of the fused max/min product backward: :func:`gather_winners` then :func:`edge_winners`."""
     return (gather_winners(index, grad, winners, lhs_dtype, op, rhs),
-            edge_winners(index, grad, winners, rhs_dtype, op, lhs, rhs if op == "div" else None, cols=1))
+            edge_winners(index, grad, winners, rhs_dtype, op, lhs, rhs if op == "div" else None,
+                         cols=rhs.shape[1]))
 
 
 def _block_pos(F, H, device):

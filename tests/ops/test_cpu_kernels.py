@@ -968,10 +968,12 @@ def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, 
 @pytest.mark.parametrize("op", ["mul", "div"])
 @pytest.mark.parametrize("F", [64, 128, 6])
 @pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
-def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, max_in):
-    """One weight per edge, ``gather_winners(..., lhs=x)``: the node gradient and the edge gradient
-    (``sum_f [won] grad[v, f] x[u, f]``; div: ``-sum / w^2``) from one pass over the sources' out-edges,
-    against float64 plain loops, with any thread count; edges that win nowhere get 0."""
+@pytest.mark.parametrize("cols", ["one", "row"])
+def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, max_in, cols):
+    """``gather_winners(..., lhs=x)`` with one weight per edge (``cols='one'``) or a whole row: the node
+    gradient and the edge gradient (``sum_f [won] grad[v, f] x[u, f]``, div: ``-sum / w^2``; per column for
+    a row) from one pass over the sources' out-edges, against float64 plain loops, with any thread count;
+    edges that win nowhere get 0."""
     from mpgraph.ops._cpu._backend import _csr_slots
     from mpgraph.ops._cpu.scatter import gather_winners
 
@@ -982,20 +984,22 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     indptr_c, indices_c, eid_c = index.csc()
     E = src.numel()
     x = rand((N, F), dtype, 8).to(dtype)
-    w = rand((E, 1), dtype, 9, positive=True).to(dtype)
+    C = 1 if cols == "one" else F
+    w = rand((E, C), dtype, 9, positive=True).to(dtype)
     _, winners, _ = K.gspmm(op, "min", indptr_c, indices_c, eid_c, x, w, need_arg="slots")
     grad = rand((N, F), dtype, 10).to(dtype)
     pos = torch.empty(E, dtype=torch.int64)
     pos[eid_c] = torch.arange(E) - indptr_c[dst[eid_c]]
-    xd, wd, gd = x.double(), w.double()[:, 0], grad.double()
+    xd, wd, gd = x.double(), w.double(), grad.double()
     node = torch.zeros(N, F, dtype=F64)
-    edge = torch.zeros(E, 1, dtype=F64)
+    edge = torch.zeros(E, C, dtype=F64)
     for e in range(E):
         u, v = int(src[e]), int(dst[e])
         hit = winners[v].long() == int(pos[e])
         node[u] += torch.where(hit, gd[v] * wd[e] if op == "mul" else gd[v] / wd[e], 0.0)
-        dot = torch.where(hit, gd[v] * xd[u], 0.0).sum()
-        edge[e, 0] = dot if op == "mul" else -dot / (wd[e] * wd[e])
+        terms = torch.where(hit, gd[v] * xd[u], 0.0)
+        terms = terms.sum(0, keepdim=True) if C == 1 else terms
+        edge[e] = terms if op == "mul" else -terms / (wd[e] * wd[e])
     assert bool((edge == 0).any())                 # some edges win nowhere
     indptr_r, dst_r, eid_r = index.csr()
     slot_of = _csr_slots(index, winners.dtype)
@@ -1010,7 +1014,7 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     for a, b in zip(got[0], got[1]):
         assert torch.equal(a, b) and a.dtype == dtype
     gx, gw = got[0]
-    assert gx.shape == (N, F) and gw.shape == (E, 1)
+    assert gx.shape == (N, F) and gw.shape == (E, C)
     assert_close(gx, node, dtype)
     assert_close(gw, edge, dtype)
     assert torch.equal(gx, gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w))
@@ -1018,7 +1022,8 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     assert wide[1].dtype == F64
     assert_close(wide[1], edge, F32 if dtype in (F32, F64) else dtype)
     with pytest.raises(ValueError, match="expected lhs"):
-        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w.repeat(1, 2), lhs=x)
+        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w[:, :1].repeat(1, 2),
+                       lhs=x)
     with pytest.raises(ValueError, match="expected lhs"):
         gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w, lhs=x[:-1])
 

@@ -225,9 +225,10 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
     ``factor`` (:data:`FACTORS`) says whether ``G`` is multiplied or divided by the edge's ``other`` row.
     ``SEG > 0`` (with ``W``): ``other`` has ``W // SEG`` heads of ``SEG`` columns, compiled in, so the row
     loop stays one unrolled loop (a runtime block width measured 3-4x slower than a copy's gather).
-    ``EG`` (a product with one value per edge, ``H == 1``): the same pass also writes the edge operand's
-    gradient, ``gw[eid[k]] = sum_j [won] G[v, j] x[r, j]`` (``mul``; ``div``: ``-sum / other^2``), from the
-    ``G`` and winner rows it has loaded and the source's own row of ``x``."""
+    ``EG`` (a product whose edge operand has one value per edge, ``H == 1``, or a whole row, ``H == n``): the
+    same pass also writes the edge operand's gradient, from the ``G`` and winner rows it has loaded and the
+    source's own row of ``x``: ``gw[eid[k]] = sum_j [won] G[v, j] x[r, j]`` (``div``: ``-sum / other^2``), or
+    per column ``gw[eid[k], j] = [won] G[v, j] x[r, j]`` (``div``: ``/ -other[e, j]^2``)."""
     size = max(W, 1)
     NH = W // SEG if SEG > 0 else 1
 
@@ -267,7 +268,12 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                         g = to_acc(gx, load(G, b + j))
                         o = to_acc(gx, load(other, ob + j))
                         m = g * o if factor == 1 else g / o
-                        acc[j] += select(raw_get(win, b + j) == me, m, zero)
+                        won = raw_get(win, b + j) == me
+                        acc[j] += select(won, m, zero)
+                        if EG:                      # the edge's gradient row: G x (div: -G x / o^2) where won
+                            xv = to_acc(gx, load(x, r * n + j))
+                            t = g * xv if factor == 1 else (zero - g * xv) / (o * o)
+                            store(gw, ob + j, select(won, t, zero))
                 elif SEG > 0:                       # W // SEG heads, both compile-time constants
                     ob = raw_get(eid, k) * NH
                     for i in range(NH):
@@ -372,8 +378,8 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         are a block broadcast: column ``f`` reads ``other[e, f // (F // H)]`` (one weight per edge: ``H = 1``;
         GAT's ``(E, H, 1)`` against ``(N, H, D)``).
     lhs : Tensor ``(N_src, F)``, optional
-        With ``'mul'``/``'div'`` and ``other`` of one column: the node operand of the forward. The same pass
-        then also returns the edge operand's gradient (see Returns).
+        With ``'mul'``/``'div'`` and ``other`` of one column or of ``F``: the node operand of the forward. The
+        same pass then also returns the edge operand's gradient (see Returns).
     edge_dtype : torch.dtype, optional
         Dtype of that edge gradient, default ``other``'s.
 
@@ -382,11 +388,12 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     Tensor ``(N_src, F)``
         Sources without out-edges (and edges that won nowhere) get 0. Each row is summed in slot order by
         one thread, so results do not depend on the thread count.
-    (Tensor ``(N_src, F)``, Tensor ``(E, 1)``) when ``lhs`` is given
-        The node gradient and the edge gradient
+    (Tensor ``(N_src, F)``, Tensor ``(E, 1)`` or ``(E, F)``) when ``lhs`` is given
+        The node gradient and the edge gradient, in ``other``'s shape: with one column,
         ``sum_f [winners[v, f] = slot_of[k]] grad[v, f] lhs[u, f]`` (``'div'``: that sum times
-        ``-1 / other[e]^2``) at edge ``e = eid[k]``, summed in the accumulator dtype and rounded once; 0 for
-        edges that won nowhere.
+        ``-1 / other[e]^2``) at edge ``e = eid[k]``, summed in the accumulator dtype and rounded once; with
+        ``F`` columns, each term in its own column (``'div'``: over ``-other[e, f]^2``); 0 where the edge did
+        not win.
 
     Raises
     ------
@@ -426,9 +433,9 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     if EG:
         check_float("lhs", lhs, min_dim=2)
         check_out_dtype(edge_dtype)
-        if op == "copy" or other.shape[1] != 1 or tuple(lhs.shape) != (max(N_src, 0), F):
-            raise ValueError(f"expected lhs ({max(N_src, 0)}, {F}) with op 'mul'/'div' and other (E, 1), got op "
-                             f"{op!r}, lhs {tuple(lhs.shape)}, other {tuple(other.shape)}")
+        if op == "copy" or other.shape[1] not in (1, F) or tuple(lhs.shape) != (max(N_src, 0), F):
+            raise ValueError(f"expected lhs ({max(N_src, 0)}, {F}) with op 'mul'/'div' and other (E, 1) or ({E}, "
+                             f"{F}), got op {op!r}, lhs {tuple(lhs.shape)}, other {tuple(other.shape)}")
         edge_dtype = edge_dtype or other.dtype
     # float64 accumulation whenever float64 is involved; the result is rounded once at the end
     involved = (grad.dtype, out_dtype) + ((lhs.dtype, other.dtype, edge_dtype) if EG else ())
@@ -436,8 +443,8 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     gx = empty_out((max(N_src, 0), F), work_dtype)
     if N_src <= 0 or F == 0 or E == 0:
         gx = gx.zero_().to(out_dtype)
-        return (gx, torch.zeros(E, 1, dtype=edge_dtype)) if EG else gx
-    gw = empty_out((E, 1), edge_dtype) if EG else None    # every edge is one slot of the pass: all written
+        return (gx, torch.zeros(E, other.shape[1], dtype=edge_dtype)) if EG else gx
+    gw = empty_out((E, other.shape[1]), edge_dtype) if EG else None    # every edge is a slot of the pass
     indptr_np = index_view(indptr.contiguous())
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
