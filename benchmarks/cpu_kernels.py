@@ -10,6 +10,9 @@ all of them alike; each line carries the median and the ratios within its group:
   and plain ``index_add_``/``scatter_reduce_`` over ``x[src]``.
 * gSDDMM ``u_dot_v``: ``(x[src] * y[dst]).sum(-1)``.
 * edge softmax (forward, backward) with ``H`` heads: ``scatter_reduce``/``exp``/``index_add`` formula.
+  ``edge_softmax_eid``/``edge_softmax_eid_bwd``: the edges in a random order (``eid`` a permutation, as
+  when a graph's edges are not sorted by destination), against the same formula and, as ``slot_order``,
+  our kernel on the same values already in slot order (``eid=None``).
 
 Graphs come from ``shared/bench/graphs.py`` (``uniform``: N=100k, E=2M; ``powerlaw``: N=200k,
 E=4M; ``tiny``), plus ``large``: N=1M, E=10M, destinations Zipf-like as in ``powerlaw`` (a
@@ -47,7 +50,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 from mpgraph.ops import _cpu  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
-OPS = ("copy_u_sum", "u_mul_e_sum", "copy_u_max", "copy_u_max_noarg", "u_dot_v", "edge_softmax", "edge_softmax_bwd")
+OPS = ("copy_u_sum", "u_mul_e_sum", "copy_u_max", "copy_u_max_noarg", "u_dot_v", "edge_softmax", "edge_softmax_bwd",
+       "edge_softmax_eid", "edge_softmax_eid_bwd")
 
 
 def _bench_graphs():
@@ -148,7 +152,29 @@ def group(g, op, D, dtypes, args):
             return ex / torch.zeros(N, H).index_add_(0, dst, ex)[dst]
 
         s32 = torch_forward()
-        if op == "edge_softmax":
+        if op.startswith("edge_softmax_eid"):
+            # edge e's values live at row perm_inv[e]: slot k (edge k in slot order) is stored at row eid[k]
+            eid = torch.randperm(E, generator=gen)
+            scattered = {}
+            for name in dtypes:
+                dt = DTYPES[name]
+                a = torch.empty(E, H, dtype=dt)
+                b = torch.empty(E, H, dtype=dt)
+                a[eid] = (logits if op == "edge_softmax_eid" else s32).to(dt)
+                b[eid] = grad.to(dt)
+                scattered[name] = (a, b)
+            if op == "edge_softmax_eid":
+                for name in dtypes:
+                    ours[name] = lambda a=scattered[name][0]: _cpu.edge_softmax_forward(indptr, eid, a)
+                base["slot_order"] = lambda: _cpu.edge_softmax_forward(indptr, None, logits)
+                base["torch_scatter"] = torch_forward
+            else:
+                for name in dtypes:
+                    a, b = scattered[name]
+                    ours[name] = lambda a=a, b=b: _cpu.edge_softmax_backward(indptr, eid, a, b)
+                base["slot_order"] = lambda: _cpu.edge_softmax_backward(indptr, None, s32, grad)
+                base["torch_scatter"] = lambda: s32 * (grad - torch.zeros(N, H).index_add_(0, dst, s32 * grad)[dst])
+        elif op == "edge_softmax":
             for name in dtypes:
                 ld = logits.to(DTYPES[name])
                 ours[name] = lambda ld=ld: _cpu.edge_softmax_forward(indptr, None, ld)
