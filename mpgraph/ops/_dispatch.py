@@ -467,13 +467,18 @@ def select(op, *args):
     raise DGLError(f"no backend supports this {op} call")  # unreachable: 'reference' supports all
 
 
-def _choose(op, *args):
-    """:func:`select`'s kernel, noting the backend in an active :func:`record_backends` list."""
+def _select_noted(op, *args):
+    """:func:`select`'s ``(backend_name, kernel)``, noting the backend in an active :func:`record_backends` list."""
     name, fn = select(op, *args)
     seen = _recording.get()
     if seen is not None:
         seen.append(name)
-    return fn
+    return name, fn
+
+
+def _choose(op, *args):
+    """:func:`_select_noted`'s kernel."""
+    return _select_noted(op, *args)[1]
 
 
 # ----------------------------------------------------------------------------- calls used by the ops
@@ -592,10 +597,7 @@ def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_
 
 def dropout(x, p, seed):
     """Run the selected dropout kernel: ``(y, state)``; ``state`` pins the backward to the same backend."""
-    name, fn = select("dropout", x, p, seed)
-    seen = _recording.get()
-    if seen is not None:
-        seen.append(name)
+    name, fn = _select_noted("dropout", x, p, seed)
     with autocast_disabled(x.device.type):
         y, saved = fn(x, p, seed)
     return y, (name, saved)
