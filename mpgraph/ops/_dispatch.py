@@ -199,7 +199,8 @@ Kernels by op:
 
 ``winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype) -> (grad_lhs, grad_rhs)``
     Both gradients of a ``u_mul_e``/``u_div_e`` max/min (``op`` ``'mul'``/``'div'``)
-    with one value per edge or no broadcast (``rhs: (E, 1)`` or ``(E, F)``,
+    whose edge operand is a block broadcast or none (``rhs: (E, H)`` with
+    ``F % H == 0``: one value per edge, GAT's heads, or ``(E, F)``;
     ``lhs: (N_src, F)``) from slot winners: ``gather_winners(index, grad, winners,
     lhs_dtype, op, rhs)`` and ``edge_winners(index, grad, winners, rhs_dtype, op,
     lhs, rhs, cols=rhs.shape[1])``

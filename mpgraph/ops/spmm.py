@@ -328,7 +328,7 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
 
     if arg_u is not None and arg_u.dtype in SLOT_DTYPES:   # no broadcast: gathered by slot, no scatter
         if not _double_backward(grad_out, lhs, rhs):
-            if products and need_lhs and need_rhs and R in (1, F):   # both in one pass
+            if products and need_lhs and need_rhs:    # both in one pass
                 return _dispatch.winners_product_backward(index, grad_out, arg_u, op, lhs, rhs, lhs.dtype,
                                                           rhs.dtype)
             if need_lhs:

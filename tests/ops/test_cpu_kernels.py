@@ -751,6 +751,32 @@ def slot_graph(max_in, seed=0, N=40):
     return src, dst, N
 
 
+def plain_winner_grads(src, dst, index, winners, op, x, w, grad):
+    """float64 plain loops over the edges for max/min gradients from slot winners: ``(node, edge)``, the node
+    operand's ``(N, F)`` and the edge operand's ``(E, H)`` (``w: (E, H)``, a block broadcast of ``F // H``
+    columns; ``H == F``: none). Edge ``e`` contributes where its destination's winner is its slot: ``grad``
+    (``add``), ``grad * w`` / ``grad / w`` to the node (``mul`` / ``div``), and ``grad * x[u]`` /
+    ``-grad * x[u] / w^2`` to the edge, summed over each block."""
+    indptr_c, _, eid_c = index.csc()
+    E, H = w.shape
+    N, F = grad.shape
+    B = F // H
+    pos = torch.empty(E, dtype=torch.int64)                 # each edge's offset in its destination's row
+    pos[eid_c] = torch.arange(E) - indptr_c[dst[eid_c]]
+    xd, gd = x.double().reshape(-1, F), grad.double()
+    wd = w.double().repeat_interleave(B, 1)
+    node = torch.zeros(xd.shape[0], F, dtype=F64)
+    edge = torch.zeros(E, F, dtype=F64)
+    for e in range(E):
+        u, v = int(src[e]), int(dst[e])
+        hit = winners.reshape(N, F)[v].long() == int(pos[e])
+        factor = {"add": 1.0, "mul": wd[e], "div": 1 / wd[e]}[op]
+        node[u] += torch.where(hit, gd[v] * factor, 0.0)
+        term = {"add": gd[v], "mul": gd[v] * xd[u], "div": -gd[v] * xd[u] / (wd[e] * wd[e])}[op]
+        edge[e] = torch.where(hit, term, 0.0)
+    return node, edge.reshape(E, H, B).sum(-1)
+
+
 @pytest.mark.parametrize("max_in, slot", [(200, torch.uint8), (255, torch.uint8), (256, torch.int16),
                                           (40_000, torch.int32)], ids=["u8", "u8-full", "i16", "ids"])
 @pytest.mark.parametrize("reduce", ["max", "min"])
@@ -866,16 +892,7 @@ def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in
     _, winners, none = K.gspmm(op, "max", indptr_c, indices_c, eid_c, x, w, need_arg="slots")
     assert none is None and winners.dtype in (torch.uint8, torch.int16)
     grad = rand((N, F), dtype, 10).to(dtype)
-    pos = torch.empty(E, dtype=torch.int64)                 # each edge's offset in its destination's row
-    pos[eid_c] = torch.arange(E) - indptr_c[dst[eid_c]]
-    xd, wd, gd = x.double(), w.double(), grad.double()
-    node = torch.zeros(N, F, dtype=F64)
-    edge = torch.zeros(E, F, dtype=F64)
-    for e in range(E):
-        u, v = int(src[e]), int(dst[e])
-        hit = winners[v].long() == int(pos[e])
-        node[u] += torch.where(hit, gd[v] * wd[e] if op == "mul" else gd[v] / wd[e], 0.0)
-        edge[e] = torch.where(hit, gd[v] * xd[u] if op == "mul" else -gd[v] * xd[u] / (wd[e] * wd[e]), 0.0)
+    node, edge = plain_winner_grads(src, dst, index, winners, op, x, w, grad)
     indptr_r, dst_r, eid_r = index.csr()
     slot_of = _csr_slots(index, winners.dtype)
     before = torch.get_num_threads()
@@ -924,19 +941,7 @@ def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, 
     assert none is None and winners.dtype == torch.uint8
     winners = winners.reshape(N, F)
     grad = rand((N, F), dtype, 10).to(dtype)
-    pos = torch.empty(E, dtype=torch.int64)
-    pos[eid_c] = torch.arange(E) - indptr_c[dst[eid_c]]
-    xd, wd, gd = x.double().reshape(N, F), w.double().reshape(E, H).repeat_interleave(B, 1), grad.double()
-    node = torch.zeros(N, F, dtype=F64)
-    edge = torch.zeros(E, F, dtype=F64)
-    for e in range(E):
-        u, v = int(src[e]), int(dst[e])
-        hit = winners[v].long() == int(pos[e])
-        factor = {"add": 1.0, "mul": wd[e], "div": 1 / wd[e]}[op]
-        node[u] += torch.where(hit, gd[v] * factor, 0.0)
-        term = {"add": gd[v], "mul": gd[v] * xd[u], "div": -gd[v] * xd[u] / (wd[e] * wd[e])}[op]
-        edge[e] = torch.where(hit, term, 0.0)
-    edge = edge.reshape(E, H, B).sum(-1)
+    node, edge = plain_winner_grads(src, dst, index, winners, op, x, w.reshape(E, H), grad)
     indptr_r, dst_r, eid_r = index.csr()
     slot_of = _csr_slots(index, winners.dtype)
     products = op != "add"
@@ -949,7 +954,7 @@ def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, 
             got.append((gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op if products else "copy",
                                        eid=eid_r if products else None, other=w2 if products else None),
                         edge_winners(indptr_c, eid_c, grad, winners, op=op if products else "copy",
-                                     src=indices_c if products else None, lhs=xd.to(dtype) if products else None,
+                                     src=indices_c if products else None, lhs=x.reshape(N, F) if products else None,
                                      rhs=w2 if op == "div" else None, cols=H)))
     finally:
         torch.set_num_threads(before)
@@ -968,12 +973,16 @@ def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, 
 @pytest.mark.parametrize("op", ["mul", "div"])
 @pytest.mark.parametrize("F", [64, 128, 6, 1])
 @pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
-@pytest.mark.parametrize("cols", ["one", "row"])
+@pytest.mark.parametrize("cols", ["one", "heads", "row"])
 def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, max_in, cols):
-    """``gather_winners(..., lhs=x)`` with one weight per edge (``cols='one'``) or a whole row: the node
-    gradient and the edge gradient (``sum_f [won] grad[v, f] x[u, f]``, div: ``-sum / w^2``; per column for
-    a row) from one pass over the sources' out-edges, against float64 plain loops, with any thread count;
-    edges that win nowhere get 0."""
+    """``gather_winners(..., lhs=x)`` with one weight per edge (``cols='one'``), GAT's heads (a block
+    broadcast: 8 or 4 heads, compiled-in head widths; 3 heads of 2 with a runtime width) or a whole row: the
+    node gradient and the edge gradient (``sum [won] grad[v, f] x[u, f]`` over each block's columns, div:
+    ``-sum / w^2``; per column for a row) from one pass over the sources' out-edges, against float64 plain
+    loops, with any thread count; edges that win nowhere get 0."""
+    C = {"one": 1, "heads": {64: 8, 128: 4, 6: 3, 1: 1}[F], "row": F}[cols]
+    if cols == "heads" and C == 1:
+        pytest.skip("one column has no heads")
     from mpgraph.ops._cpu._backend import _csr_slots
     from mpgraph.ops._cpu.scatter import gather_winners
 
@@ -984,22 +993,13 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     indptr_c, indices_c, eid_c = index.csc()
     E = src.numel()
     x = rand((N, F), dtype, 8).to(dtype)
-    C = 1 if cols == "one" else F
     w = rand((E, C), dtype, 9, positive=True).to(dtype)
-    _, winners, _ = K.gspmm(op, "min", indptr_c, indices_c, eid_c, x, w, need_arg="slots")
+    heads = cols == "heads"     # GAT's (N, H, D) against (E, H, 1)
+    _, winners, _ = K.gspmm(op, "min", indptr_c, indices_c, eid_c, x.reshape(N, C, F // C) if heads else x,
+                            w.reshape(E, C, 1) if heads else w, need_arg="slots")
+    winners = winners.reshape(N, F)
     grad = rand((N, F), dtype, 10).to(dtype)
-    pos = torch.empty(E, dtype=torch.int64)
-    pos[eid_c] = torch.arange(E) - indptr_c[dst[eid_c]]
-    xd, wd, gd = x.double(), w.double(), grad.double()
-    node = torch.zeros(N, F, dtype=F64)
-    edge = torch.zeros(E, C, dtype=F64)
-    for e in range(E):
-        u, v = int(src[e]), int(dst[e])
-        hit = winners[v].long() == int(pos[e])
-        node[u] += torch.where(hit, gd[v] * wd[e] if op == "mul" else gd[v] / wd[e], 0.0)
-        terms = torch.where(hit, gd[v] * xd[u], 0.0)
-        terms = terms.sum(0, keepdim=True) if C == 1 else terms
-        edge[e] = terms if op == "mul" else -terms / (wd[e] * wd[e])
+    node, edge = plain_winner_grads(src, dst, index, winners, op, x, w, grad)
     assert bool((edge == 0).any())                 # some edges win nowhere
     indptr_r, dst_r, eid_r = index.csr()
     slot_of = _csr_slots(index, winners.dtype)
@@ -1021,8 +1021,8 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     wide = gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w, lhs=x, edge_dtype=F64)
     assert wide[1].dtype == F64
     assert_close(wide[1], edge, F32 if dtype in (F32, F64) else dtype)
-    with pytest.raises(ValueError, match="expected lhs" if F > 2 else "expected eid"):   # (E, 2): neither 1 nor F
-        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w[:, :1].repeat(1, 2),
+    with pytest.raises(ValueError, match="expected eid"):              # F + 1 columns do not divide F
+        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w[:, :1].repeat(1, F + 1),
                        lhs=x)
     with pytest.raises(ValueError, match="expected lhs"):
         gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w, lhs=x[:-1])

@@ -295,7 +295,7 @@ SLOT_SHAPES = {"same": ((3,), (3,)), "scalar": ((3,), (1,)), "flat": ((3,), ()),
 def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, shapes):
     """On the CPU backend max/min of copies, sums, differences and products record 1-byte slot winners and
     the backward gathers by them (no scatter), also when the edge operand is a block broadcast (products with
-    one weight per edge or none broadcast: both gradients from one gather, ``winners_product_backward``): the gradients
+    a block-broadcast edge operand or none: both gradients from one gather, ``winners_product_backward``): the gradients
     equal the reference backend's, parallel edges included; double backward still works (the slots become
     ids for the differentiable scatter)."""
     if "cpu" not in backends("gather_winners"):
@@ -340,7 +340,7 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, sha
                 assert_close(mine, ref.double(), dtype)
                 assert_close(ids, ref.double(), dtype)
     expected = [("gather_winners", torch.uint8)] * uses[0] + [("edge_winners", torch.uint8)] * uses[1]
-    if op in ("mul", "div") and shapes != "heads":    # one weight per edge, or none broadcast: one pass
+    if op in ("mul", "div"):    # products (one weight per edge, heads, none broadcast): both in one pass
         expected = [("winners_product_backward", torch.uint8)]
     assert calls == expected * 3
     gen = torch.Generator().manual_seed(6)
