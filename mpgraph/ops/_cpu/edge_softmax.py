@@ -637,87 +637,49 @@ def _backward_rows_lanes_eid(r_begin, r_end, indptr, eid, s, g, out, H):
             _lanes_grad(out, s, g, raw_get(eid, k) * H, H, a)
 
 
-def _forward_scattered(r_begin, r_end, indptr, eid, x, out, H):
-    """Rows whose edges are scattered: the 16-lane passes when they apply, else :func:`_forward_rows`."""
-    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
-
-
-@overload(_forward_scattered)
-def _forward_scattered_impl(r_begin, r_end, indptr, eid, x, out, H):
-    if not _vector_ok(x, out):
-        return lambda r_begin, r_end, indptr, eid, x, out, H: _forward_rows(r_begin, r_end, indptr, eid, x, out, H)
-
-    def impl(r_begin, r_end, indptr, eid, x, out, H):
-        if LANES % H == 0:
-            _forward_rows_lanes_eid(r_begin, r_end, indptr, eid, x, out, H)
-        else:
-            _forward_rows(r_begin, r_end, indptr, eid, x, out, H)
-
-    return impl
-
-
-def _backward_scattered(r_begin, r_end, indptr, eid, s, g, out, H):
-    """Rows whose edges are scattered: the 16-lane passes when they apply, else :func:`_backward_rows`."""
-    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
-
-
-@overload(_backward_scattered)
-def _backward_scattered_impl(r_begin, r_end, indptr, eid, s, g, out, H):
-    if not _vector_ok(s, g, out):
-        return lambda r_begin, r_end, indptr, eid, s, g, out, H: _backward_rows(r_begin, r_end, indptr, eid, s, g,
-                                                                                out, H)
-
-    def impl(r_begin, r_end, indptr, eid, s, g, out, H):
-        if LANES % H == 0:
-            _backward_rows_lanes_eid(r_begin, r_end, indptr, eid, s, g, out, H)
-        else:
-            _backward_rows(r_begin, r_end, indptr, eid, s, g, out, H)
-
-    return impl
-
-
 def _vector_ok(*arrays):
     """Whether the 16-lane passes apply to these kernel arrays (fp32 accumulator: no fp64 array)."""
     return all(a.dtype in _VECTOR_DTYPES for a in arrays)
 
 
-def _forward_contiguous(r_begin, r_end, indptr, x, out, H, L):
-    """Rows whose edges are contiguous: the 16-lane passes when they apply, else :func:`_forward_rows_flat`."""
-    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+def _lanes_or_scalar(name, vector, scalar, floats, h_at, vector_argc):
+    """A function for ``@njit`` code that runs rows through ``vector`` (the 16-lane passes) when they apply,
+    else through ``scalar``; both take the same leading arguments (``vector`` the first ``vector_argc``).
+
+    The choice is made where it can be: the arrays at positions ``floats`` decide at compile time (no fp64
+    array), the head count at position ``h_at`` at run time (``LANES % H == 0``)."""
+
+    def rows(*args):
+        raise TypeError(f"{name}: a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+
+    rows.__name__ = rows.__qualname__ = name
+
+    @overload(rows)
+    def _rows_impl(*args):
+        if not _vector_ok(*(args[i] for i in floats)):
+            return lambda *args: scalar(*args)
+
+        def impl(*args):
+            if LANES % args[h_at] == 0:
+                vector(*args[:vector_argc])
+            else:
+                scalar(*args)
+
+        return impl
+
+    return rows
 
 
-@overload(_forward_contiguous)
-def _forward_contiguous_impl(r_begin, r_end, indptr, x, out, H, L):
-    if not _vector_ok(x, out):
-        return lambda r_begin, r_end, indptr, x, out, H, L: _forward_rows_flat(r_begin, r_end, indptr, x, out, H, L)
-
-    def impl(r_begin, r_end, indptr, x, out, H, L):
-        if LANES % H == 0:
-            _forward_rows_lanes(r_begin, r_end, indptr, x, out, H)
-        else:
-            _forward_rows_flat(r_begin, r_end, indptr, x, out, H, L)
-
-    return impl
-
-
-def _backward_contiguous(r_begin, r_end, indptr, s, g, out, H, L):
-    """Rows whose edges are contiguous: the 16-lane passes when they apply, else :func:`_backward_rows_flat`."""
-    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
-
-
-@overload(_backward_contiguous)
-def _backward_contiguous_impl(r_begin, r_end, indptr, s, g, out, H, L):
-    if not _vector_ok(s, g, out):
-        return lambda r_begin, r_end, indptr, s, g, out, H, L: _backward_rows_flat(r_begin, r_end, indptr, s, g,
-                                                                                    out, H, L)
-
-    def impl(r_begin, r_end, indptr, s, g, out, H, L):
-        if LANES % H == 0:
-            _backward_rows_lanes(r_begin, r_end, indptr, s, g, out, H)
-        else:
-            _backward_rows_flat(r_begin, r_end, indptr, s, g, out, H, L)
-
-    return impl
+#: rows whose edges are scattered (``eid`` given): ``(r_begin, r_end, indptr, eid, x, out, H)`` and
+#: ``(r_begin, r_end, indptr, eid, s, g, out, H)``
+_forward_scattered = _lanes_or_scalar("_forward_scattered", _forward_rows_lanes_eid, _forward_rows, (4, 5), 6, 7)
+_backward_scattered = _lanes_or_scalar("_backward_scattered", _backward_rows_lanes_eid, _backward_rows, (4, 5, 6),
+                                       7, 8)
+#: rows whose edges are contiguous: ``(r_begin, r_end, indptr, x, out, H, L)`` and
+#: ``(r_begin, r_end, indptr, s, g, out, H, L)`` (the 16-lane passes take no ``L``)
+_forward_contiguous = _lanes_or_scalar("_forward_contiguous", _forward_rows_lanes, _forward_rows_flat, (3, 4), 5, 6)
+_backward_contiguous = _lanes_or_scalar("_backward_contiguous", _backward_rows_lanes, _backward_rows_flat,
+                                        (3, 4, 5), 6, 7)
 
 
 @functools.lru_cache(maxsize=None)
