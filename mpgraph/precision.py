@@ -23,6 +23,7 @@ The autocast helpers use the device-typed ``torch`` APIs where they exist
 """
 
 import contextlib
+import os
 
 import torch
 
@@ -41,6 +42,7 @@ __all__ = [
     "autocast_dtype",
     "autocast_cast",
     "autocast_disabled",
+    "native_half_matmul",
     "to_half",
     "to_bfloat16",
     "to_float",
@@ -252,6 +254,56 @@ def autocast_disabled(device_type):
     if autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
     return contextlib.nullcontext()
+
+
+# ----------------------------------------------------------------------------- dense matmuls
+
+#: ``MPGRAPH_HALF_MATMUL``: ``auto`` (default), ``native`` (always torch's own 16-bit matmul) or ``fp32``
+#: (16-bit matmuls on CPU always as exact upcasts to float32, :mod:`mpgraph.ops.dense`)
+HALF_MATMUL_ENV = "MPGRAPH_HALF_MATMUL"
+_HALF_MATMUL_CHOICES = ("auto", "native", "fp32")
+_native_cache = {}
+
+
+def _cpu_half_matmul_supported(dtype):
+    """torch's own answer: does its CPU library (oneDNN) have a fast ``dtype`` matmul on this CPU?"""
+    probe = {torch.bfloat16: "_is_mkldnn_bf16_supported", torch.float16: "_is_mkldnn_fp16_supported"}[dtype]
+    try:
+        return bool(getattr(torch.ops.mkldnn, probe)())
+    except (AttributeError, RuntimeError):     # an older or oneDNN-less build: keep torch's own matmul
+        return True
+
+
+def native_half_matmul(dtype, device_type="cpu"):
+    """True when a ``dtype`` matmul on ``device_type`` should run as torch's own 16-bit kernel.
+
+    False only for bfloat16/float16 on a CPU where torch's library has no fast 16-bit matmul (no
+    AVX-512 for bfloat16, no AVX-512-FP16/AMX for float16; torch then falls back to a scalar loop, 30-50x
+    slower than float32 on an AVX2 CPU). mpgraph's layers then multiply the exact float32 upcasts in
+    float32 and round the result once (:func:`mpgraph.ops.dense.linear`): the same products a 16-bit
+    matmul accumulating in float32 computes. The environment variable ``MPGRAPH_HALF_MATMUL`` overrides
+    the choice: ``native`` always uses torch's kernel, ``fp32`` always the upcast.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from mpgraph.precision import native_half_matmul
+    >>> native_half_matmul(torch.float32)
+    True
+    >>> native_half_matmul(torch.bfloat16, 'cuda')
+    True
+    """
+    if dtype not in HALF_DTYPES or device_type != "cpu":
+        return True
+    mode = os.environ.get(HALF_MATMUL_ENV, "auto").strip().lower() or "auto"
+    if mode not in _HALF_MATMUL_CHOICES:
+        raise ValueError(f"{HALF_MATMUL_ENV} must be one of {_HALF_MATMUL_CHOICES}, got {mode!r}; "
+                         f"unset it for the default ('auto')")
+    if mode != "auto":
+        return mode == "native"
+    if dtype not in _native_cache:
+        _native_cache[dtype] = _cpu_half_matmul_supported(dtype)
+    return _native_cache[dtype]
 
 
 # ---------------------------------------------------------------------------

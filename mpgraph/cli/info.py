@@ -25,6 +25,7 @@ def collect():
     """Everything ``mpgraph info`` prints, as a dict."""
     import mpgraph
     from mpgraph.ops import _dispatch
+    from mpgraph.precision import native_half_matmul
     out = {
         "mpgraph": mpgraph.__version__,
         "python": platform.python_version(),
@@ -32,6 +33,9 @@ def collect():
         "threads": torch.get_num_threads(),
         "cpu": platform.processor() or platform.machine(),
         "cpu_half_flags": cpu_flags(),
+        # "torch": torch's own 16-bit CPU matmul; "fp32": the layers multiply float32 upcasts (mpgraph.ops.dense)
+        "cpu_half_matmul": {name: "torch" if native_half_matmul(dt) else "fp32"
+                            for name, dt in (("bfloat16", torch.bfloat16), ("float16", torch.float16))},
         "cuda": torch.cuda.is_available(),
     }
     for mod in ("numba", "triton", "numpy", "scipy"):

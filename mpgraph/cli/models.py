@@ -88,7 +88,7 @@ class GIN(nn.Module):
         dims = [in_feats] + [hidden] * (layers - 1) + [classes]
         self.layers = nn.ModuleList()
         for a, b in zip(dims[:-1], dims[1:]):
-            mlp = nn.Sequential(nn.Linear(a, hidden), nn.ReLU(), nn.Linear(hidden, b))
+            mlp = nn.Sequential(gnn.Linear(a, hidden), nn.ReLU(), gnn.Linear(hidden, b))
             self.layers.append(gnn.GINConv(mlp, "sum"))
         self.dropout = Dropout(dropout)
 
@@ -105,8 +105,8 @@ class APPNP(nn.Module):
 
     def __init__(self, in_feats, hidden, classes, layers, dropout):
         super().__init__()
-        self.mlp = nn.Sequential(Dropout(dropout), nn.Linear(in_feats, hidden), nn.ReLU(), Dropout(dropout),
-                                 nn.Linear(hidden, classes))
+        self.mlp = nn.Sequential(Dropout(dropout), gnn.Linear(in_feats, hidden), nn.ReLU(), Dropout(dropout),
+                                 gnn.Linear(hidden, classes))
         self.prop = gnn.APPNPConv(10, 0.1)
 
     def forward(self, g, h):

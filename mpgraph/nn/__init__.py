@@ -14,7 +14,7 @@ from .conv import (APPNPConv, ChebConv, DenseChebConv, DenseGraphConv, DenseSAGE
 from .functional import edge_softmax
 from .hetero import HeteroEmbedding, HeteroGraphConv, HeteroLinear
 from .glob import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
-from .linear import TypedLinear
+from .linear import Linear, TypedLinear
 from .utils import Identity, JumpingKnowledge
 
 from . import pytorch  # noqa: E402  (re-exports the names above)
@@ -25,5 +25,6 @@ __all__ = [
     "SGConv", "APPNPConv", "TAGConv", "ChebConv", "GCN2Conv", "GatedGraphConv", "EdgeConv", "RelGraphConv",
     "DenseGraphConv", "DenseSAGEConv", "DenseChebConv",
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set", "WeightAndSum",
-    "TypedLinear", "JumpingKnowledge", "Identity", "HGTConv", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding",
+    "Linear", "TypedLinear", "JumpingKnowledge", "Identity", "HGTConv", "HeteroGraphConv", "HeteroLinear",
+    "HeteroEmbedding",
 ]

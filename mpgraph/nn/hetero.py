@@ -17,6 +17,7 @@ from torch import nn
 
 from ..base import DGLError, DGLTypeError
 from ..precision import accum_dtype
+from .utils import project
 
 __all__ = ["HeteroGraphConv", "HeteroLinear", "HeteroEmbedding", "get_aggregate_fn"]
 
@@ -235,7 +236,7 @@ class HeteroLinear(nn.Module):
             key = str(t)
             if key not in self.linears:
                 raise DGLError(f"HeteroLinear: no linear map for type {t!r}; the types are {list(self.linears)}")
-            out[t] = self.linears[key](x)
+            out[t] = project(self.linears[key], x)
         return out
 
 

@@ -1,4 +1,5 @@
-"""Type-dependent linear maps (DGL's ``TypedLinear``)."""
+"""Linear maps: DGL's type-dependent ``TypedLinear``, and :class:`Linear`, ``torch.nn.Linear`` with mpgraph's
+float32 route for 16-bit features on CPUs without fast 16-bit matmuls."""
 
 import math
 
@@ -6,9 +7,28 @@ import torch
 from torch import nn
 
 from ..base import DGLError
-from .utils import check_float_tensor
+from ..ops import dense
+from .utils import check_float_tensor, mm
 
-__all__ = ["TypedLinear"]
+__all__ = ["Linear", "TypedLinear"]
+
+
+class Linear(nn.Linear):
+    r""":class:`torch.nn.Linear` (the same parameters, state dict and initialisation) whose product is
+    :func:`mpgraph.ops.dense.linear`: on a CPU where torch's 16-bit matmul is slow, 16-bit inputs are
+    multiplied as float32 upcasts and rounded once; everywhere else it is ``torch.nn.Linear`` itself.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from mpgraph.nn import Linear
+    >>> fc = Linear(4, 2).to(torch.bfloat16)
+    >>> fc(torch.ones(3, 4, dtype=torch.bfloat16)).dtype
+    torch.bfloat16
+    """
+
+    def forward(self, x):
+        return dense.linear(x, self.weight, self.bias)
 
 
 class TypedLinear(nn.Module):
@@ -104,7 +124,7 @@ class TypedLinear(nn.Module):
         if self.regularizer == "bdd":
             xb = x.view(-1, self.num_bases, self.submat_in).transpose(0, 1)       # (nb, n, in/nb)
             return torch.bmm(xb, W[t]).transpose(0, 1).reshape(-1, self.out_size)
-        return torch.matmul(x, W[t])
+        return mm(x, W[t])
 
     def forward(self, x, x_type, sorted_by_type=False):
         """Apply the map of type ``x_type[i]`` to row ``x[i]``.

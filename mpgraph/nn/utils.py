@@ -9,7 +9,9 @@ the user's frames. The helpers here hold the pieces every layer repeats:
 * the zero-in-degree check with DGL's message (cached on the graph structure);
 * degree normalisers kept in float32 (float64 for float64 features) and applied
   to half-precision features with a single rounding (:func:`scale_rows`);
-* per-graph readout helpers on batched graphs (``graph.batch_num_nodes()``).
+* per-graph readout helpers on batched graphs (``graph.batch_num_nodes()``);
+* the layers' projections (:func:`project`, :func:`mm`): 16-bit products on a CPU whose torch has no fast
+  16-bit matmul run as float32 products of the exact upcasts (:mod:`mpgraph.ops.dense`).
 """
 
 import torch
@@ -18,6 +20,7 @@ from torch import nn
 from .._index import as_index
 from ..base import DGLError, DGLTypeError
 from .. import ops
+from ..ops import dense
 from ..precision import accum_dtype, autocast_dtype, is_float_dtype, rowwise_scale
 
 __all__ = [
@@ -98,6 +101,21 @@ def expand_as_pair(input_, g=None):
 
 
 # ----------------------------------------------------------------------------- dtypes
+
+def project(fc, x):
+    """``fc(x)``; a plain :class:`torch.nn.Linear` without hooks whose product would hit torch's slow 16-bit
+    CPU matmul runs as :func:`mpgraph.ops.dense.linear` instead (the same parameters, float32 products)."""
+    if type(fc) is nn.Linear and not (fc._forward_hooks or fc._forward_pre_hooks) \
+            and dense.upcasts(x, fc.weight, fc.bias):
+        return dense.linear(x, fc.weight, fc.bias)
+    return fc(x)
+
+
+def mm(x, weight):
+    """``torch.matmul(x, weight)`` through :func:`mpgraph.ops.dense.matmul` (a float32 product where
+    torch's 16-bit CPU matmul is slow)."""
+    return dense.matmul(x, weight)
+
 
 def compute_dtype(x):
     """Dtype a layer returns for input ``x``: the autocast dtype when autocast is on (not for float64)."""

@@ -96,6 +96,15 @@ def test_info_runs(capsys):
     assert main(["info"]) == 0
     text = capsys.readouterr().out
     assert "torch" in text and "backend per op" in text and "cpu/bfloat16" in text
+    assert "cpu_half_matmul" in text
+
+
+def test_info_reports_the_half_matmul_route(monkeypatch):
+    from mpgraph.cli.info import collect
+    monkeypatch.setenv("MPGRAPH_HALF_MATMUL", "fp32")
+    assert collect()["cpu_half_matmul"] == {"bfloat16": "fp32", "float16": "fp32"}
+    monkeypatch.setenv("MPGRAPH_HALF_MATMUL", "native")
+    assert collect()["cpu_half_matmul"] == {"bfloat16": "torch", "float16": "torch"}
 
 
 def test_bench_precision_small(tmp_path):

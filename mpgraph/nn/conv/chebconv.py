@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...base import DGLError
+from ..utils import project
 from ..utils import (as_dtype, broadcast_nodes, check_node_feat, compute_dtype, degree_norm, norm_dtype,
                      propagate_sym)
 
@@ -112,7 +113,7 @@ class ChebConv(nn.Module):
                 X_i = (-2 * re_norm * lap(X_1) + X_1.to(acc) * 2 * (re_norm - 1) - X_0.to(acc)).to(X_0.dtype)
                 Xt.append(X_i)
                 X_1, X_0 = X_i, X_1
-        h = self.linear(torch.cat(Xt, dim=1))
+        h = project(self.linear, torch.cat(Xt, dim=1))
         if self.activation is not None:
             h = self.activation(h)
         return as_dtype(h, dtype)

@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from ..utils import mm, project
 from ..utils import Dropout
 from ..utils import as_dtype, check_node_feat, compute_dtype, expand_as_pair, scale_rows
 from .densegraphconv import check_adj
@@ -76,9 +77,9 @@ class DenseSAGEConv(nn.Module):
         feat_dst = self.feat_drop(feat_dst) if pair else feat_src[:N_dst]
         acc = torch.float64 if feat_src.dtype == torch.float64 else torch.float32
         inv = 1.0 / (adj.to(acc).sum(dim=1) + 1)
-        total = torch.matmul(adj.to(feat_src.dtype), feat_src)
+        total = mm(adj.to(feat_src.dtype), feat_src)
         h_neigh = scale_rows(total + as_dtype(feat_dst, total.dtype), inv)
-        rst = self.fc(h_neigh)
+        rst = project(self.fc, h_neigh)
         if self.activation is not None:
             rst = self.activation(rst)
         if self._norm is not None:

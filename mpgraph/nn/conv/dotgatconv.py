@@ -6,6 +6,7 @@ from torch import nn
 
 from ... import ops
 from ...base import DGLError
+from ..utils import project
 from ..utils import as_dtype, check_src_dst, check_zero_in_degree, compute_dtype, expand_as_pair
 
 __all__ = ["DotGatConv"]
@@ -83,14 +84,14 @@ class DotGatConv(nn.Module):
             h_src, h_dst = expand_as_pair(feat)
             check_src_dst("DotGatConv", graph, h_src, h_dst, self._in_src_feats, self._in_dst_feats)
             fc_src, fc_dst = (self.fc_src, self.fc_dst) if self._separate_fc else (self.fc, self.fc)
-            feat_src = fc_src(h_src).view(-1, H, D)
-            feat_dst = fc_dst(h_dst).view(-1, H, D)
+            feat_src = project(fc_src, h_src).view(-1, H, D)
+            feat_dst = project(fc_dst, h_dst).view(-1, H, D)
         else:
             if self._separate_fc:
                 raise DGLError(f"DotGatConv: built with in_feats=({self._in_src_feats}, {self._in_dst_feats}) it "
                                "expects a (feat_src, feat_dst) pair, got a single tensor")
             check_src_dst("DotGatConv", graph, feat, feat, self._in_src_feats, None)
-            feat_src = feat_dst = self.fc(feat).view(-1, H, D)
+            feat_src = feat_dst = project(self.fc, feat).view(-1, H, D)
             if graph.is_block:
                 feat_dst = feat_src[: graph.num_dst_nodes()]
         dtype = compute_dtype(feat_src)

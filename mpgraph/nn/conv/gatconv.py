@@ -5,6 +5,7 @@ from torch import nn
 
 from ... import ops
 from ...base import DGLError
+from ..utils import project
 from ..utils import Dropout
 from ..utils import (Identity, as_dtype, check_edge_weight, check_src_dst, check_zero_in_degree, compute_dtype,
                      expand_as_pair)
@@ -178,15 +179,15 @@ class GATConv(nn.Module):
             h_src = self.feat_drop(feat_src_in)
             h_dst = self.feat_drop(feat_dst_in)
             fc_src, fc_dst = (self.fc_src, self.fc_dst) if self._separate_fc else (self.fc, self.fc)
-            feat_src = fc_src(h_src).view(*h_src.shape[:-1], H, D)
-            feat_dst = fc_dst(h_dst).view(*h_dst.shape[:-1], H, D)
+            feat_src = project(fc_src, h_src).view(*h_src.shape[:-1], H, D)
+            feat_dst = project(fc_dst, h_dst).view(*h_dst.shape[:-1], H, D)
         else:
             if self._separate_fc:
                 raise DGLError(f"GATConv: built with in_feats=({self._in_src_feats}, {self._in_dst_feats}) it "
                                "expects a (feat_src, feat_dst) pair, got a single tensor")
             check_src_dst("GATConv", graph, feat, feat, self._in_src_feats, None)
             h_src = h_dst = self.feat_drop(feat)
-            feat_src = feat_dst = self.fc(h_src).view(*h_src.shape[:-1], H, D)
+            feat_src = feat_dst = project(self.fc, h_src).view(*h_src.shape[:-1], H, D)
             if graph.is_block:
                 feat_dst = feat_src[: graph.num_dst_nodes()]
                 h_dst = h_dst[: graph.num_dst_nodes()]
@@ -202,7 +203,7 @@ class GATConv(nn.Module):
             a = _weighted_attention(a, edge_weight)
         rst = as_dtype(ops.u_mul_e_sum(graph, self.msg_drop(feat_src), a), dtype)  # (N_dst, *, H, D)
         if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(*h_dst.shape[:-1], -1, D)
+            rst = rst + project(self.res_fc, h_dst).view(*h_dst.shape[:-1], -1, D)
         if self.has_explicit_bias:
             rst = rst + self.bias.view(*((1,) * (rst.dim() - 2)), H, D)
         if self.activation is not None:

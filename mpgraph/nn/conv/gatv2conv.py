@@ -4,6 +4,7 @@ from torch import nn
 
 from ... import ops
 from ...base import DGLError
+from ..utils import project
 from ..utils import Dropout
 from ..utils import (Identity, as_dtype, check_src_dst, check_zero_in_degree, compute_dtype, expand_as_pair)
 
@@ -138,16 +139,16 @@ class GATv2Conv(nn.Module):
             check_src_dst("GATv2Conv", graph, feat_src_in, feat_dst_in, self._in_src_feats, self._in_dst_feats)
             h_src = self.feat_drop(feat_src_in)
             h_dst = self.feat_drop(feat_dst_in)
-            feat_src = self.fc_src(h_src).view(-1, H, D)
-            feat_dst = self.fc_dst(h_dst).view(-1, H, D)
+            feat_src = project(self.fc_src, h_src).view(-1, H, D)
+            feat_dst = project(self.fc_dst, h_dst).view(-1, H, D)
         else:
             if self._separate_fc:
                 raise DGLError(f"GATv2Conv: built with in_feats=({self._in_src_feats}, {self._in_dst_feats}) it "
                                "expects a (feat_src, feat_dst) pair, got a single tensor")
             check_src_dst("GATv2Conv", graph, feat, feat, self._in_src_feats, None)
             h_src = h_dst = self.feat_drop(feat)
-            feat_src = self.fc_src(h_src).view(-1, H, D)
-            feat_dst = feat_src if self.share_weights else self.fc_dst(h_src).view(-1, H, D)
+            feat_src = project(self.fc_src, h_src).view(-1, H, D)
+            feat_dst = feat_src if self.share_weights else project(self.fc_dst, h_src).view(-1, H, D)
             if graph.is_block:
                 feat_dst = feat_dst[: graph.num_dst_nodes()]
                 h_dst = h_dst[: graph.num_dst_nodes()]
@@ -157,7 +158,7 @@ class GATv2Conv(nn.Module):
         a = self.attn_drop(ops.edge_softmax(graph, e))
         rst = as_dtype(ops.u_mul_e_sum(graph, feat_src, a), dtype)               # (N_dst, H, D)
         if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, D)
+            rst = rst + project(self.res_fc, h_dst).view(h_dst.shape[0], -1, D)
         if self.activation is not None:
             rst = self.activation(rst)
         rst = as_dtype(rst, dtype)

@@ -6,6 +6,7 @@ from torch import nn
 
 from ..._index import as_index
 from ...base import DGLError
+from ..utils import project
 from ..utils import Dropout
 from ..utils import (aggregate, as_dtype, check_choice, check_edge_weight, check_src_dst, compute_dtype,
                      expand_as_pair, norm_dtype, scale_rows)
@@ -185,14 +186,14 @@ class SAGEConv(nn.Module):
         lin_before_mp = self._in_src_feats > self._out_feats
 
         if self._aggre_type == "mean":
-            h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
+            h = project(self.fc_neigh, feat_src) if lin_before_mp else feat_src
             h_neigh = aggregate(graph, h, "mean", edge_weight)
             if not lin_before_mp:
-                h_neigh = self.fc_neigh(h_neigh)
+                h_neigh = project(self.fc_neigh, h_neigh)
         elif self._aggre_type == "gcn":
-            h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
+            h = project(self.fc_neigh, feat_src) if lin_before_mp else feat_src
             if pair:
-                h_dst = self.fc_neigh(feat_dst) if lin_before_mp else feat_dst
+                h_dst = project(self.fc_neigh, feat_dst) if lin_before_mp else feat_dst
             else:
                 h_dst = h[: graph.num_dst_nodes()]
             total = aggregate(graph, h, "sum", edge_weight)
@@ -201,19 +202,19 @@ class SAGEConv(nn.Module):
             inv = _inv_degree_plus_one(graph, norm_dtype(total))
             h_neigh = scale_rows(total, inv)
             if not lin_before_mp:
-                h_neigh = self.fc_neigh(h_neigh)
+                h_neigh = project(self.fc_neigh, h_neigh)
         elif self._aggre_type == "pool":
-            h = F.relu(self.fc_pool(feat_src))
-            h_neigh = self.fc_neigh(aggregate(graph, h, "max", edge_weight))
+            h = F.relu(project(self.fc_pool, feat_src))
+            h_neigh = project(self.fc_neigh, aggregate(graph, h, "max", edge_weight))
         else:
-            h_neigh = self.fc_neigh(self._lstm_aggregate(graph, feat_src, edge_weight))
+            h_neigh = project(self.fc_neigh, self._lstm_aggregate(graph, feat_src, edge_weight))
 
         if self._aggre_type == "gcn":
             rst = h_neigh
             if self.bias is not None:
                 rst = rst + self.bias
         else:
-            rst = self.fc_self(h_self) + h_neigh
+            rst = project(self.fc_self, h_self) + h_neigh
         if self.activation is not None:
             rst = self.activation(rst)
         if self.norm is not None:

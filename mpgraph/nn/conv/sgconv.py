@@ -2,6 +2,7 @@
 
 from torch import nn
 
+from ..utils import project
 from ..utils import (as_dtype, check_edge_weight, check_node_feat, check_zero_in_degree, compute_dtype, degree_norm,
                      norm_dtype, propagate_sym)
 from .graphconv import EdgeWeightNorm
@@ -82,7 +83,7 @@ class SGConv(nn.Module):
         """
         check_zero_in_degree(graph, self._allow_zero_in_degree)
         if self._cached_h is not None:
-            return self.fc(self._cached_h)
+            return project(self.fc, self._cached_h)
         check_node_feat("SGConv", "feat", feat, self._in_feats, graph.num_src_nodes(), "source nodes")
         dtype = compute_dtype(feat)
         if edge_weight is not None:
@@ -96,7 +97,7 @@ class SGConv(nn.Module):
             feat = self.norm(feat)
         if self._cached:
             self._cached_h = feat
-        return as_dtype(self.fc(feat), dtype)
+        return as_dtype(project(self.fc, feat), dtype)
 
     def extra_repr(self):
         return f"k={self._k}, cached={self._cached}"

@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from ..utils import project
 from ..utils import (as_dtype, check_edge_weight, check_node_feat, compute_dtype, degree_norm, norm_dtype,
                      propagate_sym)
 from .graphconv import EdgeWeightNorm
@@ -81,7 +82,7 @@ class TAGConv(nn.Module):
         fstack = [feat]
         for _ in range(self._k):
             fstack.append(propagate_sym(graph, fstack[-1], norm, norm, edge_weight))
-        rst = self.lin(torch.cat([as_dtype(f, fstack[-1].dtype) for f in fstack], dim=-1))
+        rst = project(self.lin, torch.cat([as_dtype(f, fstack[-1].dtype) for f in fstack], dim=-1))
         if self._activation is not None:
             rst = self._activation(rst)
         return as_dtype(rst, dtype)

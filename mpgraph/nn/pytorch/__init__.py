@@ -11,7 +11,7 @@ from ..functional import edge_softmax
 from ..conv import HGTConv
 from ..hetero import HeteroEmbedding, HeteroGraphConv, HeteroLinear
 from ..glob import AvgPooling, GlobalAttentionPooling, MaxPooling, Set2Set, SortPooling, SumPooling, WeightAndSum
-from ..linear import TypedLinear
+from ..linear import Linear, TypedLinear
 from ..utils import Identity, JumpingKnowledge
 from . import conv, glob, linear, softmax, utils
 
@@ -21,5 +21,6 @@ __all__ = [
     "SGConv", "APPNPConv", "TAGConv", "ChebConv", "GCN2Conv", "GatedGraphConv", "EdgeConv", "RelGraphConv",
     "DenseGraphConv", "DenseSAGEConv", "DenseChebConv",
     "SumPooling", "AvgPooling", "MaxPooling", "SortPooling", "GlobalAttentionPooling", "Set2Set", "WeightAndSum",
-    "TypedLinear", "JumpingKnowledge", "Identity", "HGTConv", "HeteroGraphConv", "HeteroLinear", "HeteroEmbedding",
+    "Linear", "TypedLinear", "JumpingKnowledge", "Identity", "HGTConv", "HeteroGraphConv", "HeteroLinear",
+    "HeteroEmbedding",
 ]

@@ -1,5 +1,5 @@
 """DGL's ``dgl.nn.pytorch.linear`` import path (see :mod:`mpgraph.nn.linear`)."""
 
-from ..linear import TypedLinear
+from ..linear import Linear, TypedLinear
 
-__all__ = ["TypedLinear"]
+__all__ = ["Linear", "TypedLinear"]
