@@ -522,15 +522,15 @@ def _edge_kernel(factor, negate=False):
                 for k in range(k0, raw_get(indptr, v + 1)):
                     e = raw_get(eid, k) if use_eid else k
                     me = _as_slot(win, k - k0)
+                    if factor != 0 and pf > 0 and k + pf < E_end:
+                        up = raw_get(src, k + pf) * F   # the source row pf edges ahead (a random gather)
+                        for t in range(0, F, x_line):
+                            prefetch(lhs, up + t)
+                        if factor == 2:             # and that edge's H divisors (edge ids in any order)
+                            rp = (raw_get(eid, k + pf) if use_eid else k + pf) * H
+                            for t in range(0, H, r_line):
+                                prefetch(rhs, rp + t)
                     if H != F:                      # block broadcast: each of the H values sums B columns
-                        if factor != 0 and pf > 0 and k + pf < E_end:
-                            up = raw_get(src, k + pf) * F
-                            for t in range(0, F, x_line):
-                                prefetch(lhs, up + t)
-                            if factor == 2:         # and that edge's divisors (edge ids in any order)
-                                rp = (raw_get(eid, k + pf) if use_eid else k + pf) * H
-                                for t in range(0, H, r_line):
-                                    prefetch(rhs, rp + t)
                         B = F // H
                         ub = raw_get(src, k) * F if factor != 0 else 0
                         for h in range(H):
@@ -555,14 +555,6 @@ def _edge_kernel(factor, negate=False):
                                 g = -g
                             store(ge, e * F + j, select(raw_get(win, b + j) == me, g, zero))
                         continue
-                    if pf > 0 and k + pf < E_end:   # the source row pf edges ahead (a random gather)
-                        up = raw_get(src, k + pf) * F
-                        for t in range(0, F, x_line):
-                            prefetch(lhs, up + t)
-                        if factor == 2:             # and that edge's divisor row
-                            rp = (raw_get(eid, k + pf) if use_eid else k + pf) * F
-                            for t in range(0, F, r_line):
-                                prefetch(rhs, rp + t)
                     ub = raw_get(src, k) * F
                     for j in range(F):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
                         m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
