@@ -8,7 +8,7 @@ from torch import nn
 
 from ..base import DGLError
 from ..ops import dense
-from .utils import check_float_tensor, mm
+from .utils import check_float_tensor
 
 __all__ = ["Linear", "TypedLinear"]
 
@@ -124,7 +124,7 @@ class TypedLinear(nn.Module):
         if self.regularizer == "bdd":
             xb = x.view(-1, self.num_bases, self.submat_in).transpose(0, 1)       # (nb, n, in/nb)
             return torch.bmm(xb, W[t]).transpose(0, 1).reshape(-1, self.out_size)
-        return mm(x, W[t])
+        return dense.matmul(x, W[t])
 
     def forward(self, x, x_type, sorted_by_type=False):
         """Apply the map of type ``x_type[i]`` to row ``x[i]``.

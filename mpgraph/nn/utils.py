@@ -10,8 +10,9 @@ the user's frames. The helpers here hold the pieces every layer repeats:
 * degree normalisers kept in float32 (float64 for float64 features) and applied
   to half-precision features with a single rounding (:func:`scale_rows`);
 * per-graph readout helpers on batched graphs (``graph.batch_num_nodes()``);
-* the layers' projections (:func:`project`, :func:`mm`): 16-bit products on a CPU whose torch has no fast
-  16-bit matmul run as float32 products of the exact upcasts (:mod:`mpgraph.ops.dense`).
+* the layers' projections (:func:`project`; bare weights go through :func:`mpgraph.ops.dense.matmul`):
+  16-bit products on a CPU whose torch has no fast 16-bit matmul run as float32 products of the exact
+  upcasts (:mod:`mpgraph.ops.dense`).
 """
 
 import torch
@@ -109,12 +110,6 @@ def project(fc, x):
             and dense.upcasts(x, fc.weight, fc.bias):
         return dense.linear(x, fc.weight, fc.bias)
     return fc(x)
-
-
-def mm(x, weight):
-    """``torch.matmul(x, weight)`` through :func:`mpgraph.ops.dense.matmul` (a float32 product where
-    torch's 16-bit CPU matmul is slow)."""
-    return dense.matmul(x, weight)
 
 
 def compute_dtype(x):

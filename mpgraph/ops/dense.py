@@ -142,6 +142,12 @@ def linear(x, weight, bias=None):
     if dtype is None or weight.dim() != 2 or x.shape[-1] != weight.shape[1] \
             or (bias is not None and tuple(bias.shape) != (weight.shape[0],)):
         return F.linear(x, weight, bias)        # not ours, or torch's own shape error
+    return _upcast_linear(x, weight, bias, dtype)
+
+
+def _upcast_linear(x, weight, bias, dtype):
+    """The float32 route for operands already checked: rounded to ``dtype`` (autocast's rounding), then
+    :class:`_UpcastLinear`."""
     x, weight, bias = (None if t is None else t.to(dtype) for t in (x, weight, bias))
     return _UpcastLinear.apply(x, weight, bias)
 
@@ -158,6 +164,7 @@ def matmul(x, weight):
     tensor([[3.],
             [3.]], dtype=torch.float16)
     """
-    if weight.dim() != 2 or x.dim() < 2 or _upcast_dtype(x, weight, None) is None:
-        return torch.matmul(x, weight)
-    return linear(x, weight.t())
+    dtype = None if weight.dim() != 2 or x.dim() < 2 else _upcast_dtype(x, weight, None)
+    if dtype is None or x.shape[-1] != weight.shape[0]:
+        return torch.matmul(x, weight)          # not ours, or torch's own shape error
+    return _upcast_linear(x, weight.t(), None, dtype)

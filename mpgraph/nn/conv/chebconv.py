@@ -7,8 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...base import DGLError
-from ..utils import project
-from ..utils import (as_dtype, broadcast_nodes, check_node_feat, compute_dtype, degree_norm, norm_dtype,
+from ..utils import (as_dtype, broadcast_nodes, check_node_feat, compute_dtype, degree_norm, norm_dtype, project,
                      propagate_sym)
 
 __all__ = ["ChebConv"]

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from ..utils import mm
+from ...ops import dense
 from ..utils import as_dtype, check_node_feat, compute_dtype
 from .densegraphconv import check_adj
 
@@ -84,7 +84,7 @@ class DenseChebConv(nn.Module):
         L_hat = 2 * L / lambda_max - eye
         Z = [eye]
         for i in range(1, self._k):
-            Z.append(L_hat if i == 1 else 2 * mm(L_hat, Z[-1]) - Z[-2])
+            Z.append(L_hat if i == 1 else 2 * dense.matmul(L_hat, Z[-1]) - Z[-2])
         Zs = torch.stack(Z, 0).to(feat.dtype)                                  # (K, N, N)
         Zh = torch.matmul(torch.matmul(Zs, feat.unsqueeze(0)), self.W).sum(0)  # (N, out)
         if self.bias is not None:

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from ...base import DGLError
-from ..utils import mm
+from ...ops import dense
 from ..utils import as_dtype, check_choice, check_node_feat, compute_dtype, scale_rows
 
 __all__ = ["DenseGraphConv"]
@@ -88,9 +88,9 @@ class DenseGraphConv(nn.Module):
         if self._norm == "both":
             feat_src = scale_rows(feat_src, src_degrees.pow(-0.5))
         if self._in_feats > self._out_feats:
-            rst = mm(adj, mm(feat_src, self.weight))
+            rst = dense.matmul(adj, dense.matmul(feat_src, self.weight))
         else:
-            rst = mm(mm(adj, feat_src), self.weight)
+            rst = dense.matmul(dense.matmul(adj, feat_src), self.weight)
         if self._norm != "none":
             rst = scale_rows(rst, dst_degrees.pow(-0.5) if self._norm == "both" else 1.0 / dst_degrees)
         if self.bias is not None:

@@ -3,9 +3,9 @@
 import torch
 from torch import nn
 
-from ..utils import mm, project
+from ...ops import dense
 from ..utils import Dropout
-from ..utils import as_dtype, check_node_feat, compute_dtype, expand_as_pair, scale_rows
+from ..utils import as_dtype, check_node_feat, compute_dtype, expand_as_pair, project, scale_rows
 from .densegraphconv import check_adj
 
 __all__ = ["DenseSAGEConv"]
@@ -77,7 +77,7 @@ class DenseSAGEConv(nn.Module):
         feat_dst = self.feat_drop(feat_dst) if pair else feat_src[:N_dst]
         acc = torch.float64 if feat_src.dtype == torch.float64 else torch.float32
         inv = 1.0 / (adj.to(acc).sum(dim=1) + 1)
-        total = mm(adj.to(feat_src.dtype), feat_src)
+        total = dense.matmul(adj.to(feat_src.dtype), feat_src)
         h_neigh = scale_rows(total + as_dtype(feat_dst, total.dtype), inv)
         rst = project(self.fc, h_neigh)
         if self.activation is not None:

@@ -6,8 +6,7 @@ from torch import nn
 
 from ... import ops
 from ...base import DGLError
-from ..utils import project
-from ..utils import as_dtype, check_src_dst, check_zero_in_degree, compute_dtype, expand_as_pair
+from ..utils import as_dtype, check_src_dst, check_zero_in_degree, compute_dtype, expand_as_pair, project
 
 __all__ = ["DotGatConv"]
 

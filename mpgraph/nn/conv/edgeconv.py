@@ -3,8 +3,7 @@
 from torch import nn
 
 from ... import ops
-from ..utils import project
-from ..utils import (as_dtype, check_src_dst, check_zero_in_degree, compute_dtype, expand_as_pair)
+from ..utils import as_dtype, check_src_dst, check_zero_in_degree, compute_dtype, expand_as_pair, project
 
 __all__ = ["EdgeConv"]
 
@@ -75,8 +74,8 @@ class EdgeConv(nn.Module):
         h_src, h_dst = expand_as_pair(feat, g)
         check_src_dst("EdgeConv", g, h_src, h_dst, self._in_feat, self._in_feat)
         dtype = compute_dtype(h_src)
-        theta = project(self.theta, ops.v_sub_u(g, h_dst, h_src))                     # (E, out)
-        phi = project(self.phi, h_dst)                                               # (N_dst, out)
+        theta = project(self.theta, ops.v_sub_u(g, h_dst, h_src))           # (E, out)
+        phi = project(self.phi, h_dst)                                      # (N_dst, out)
         e = ops.e_add_v(g, theta, phi)                                      # (E, out)
         if self.batch_norm:
             e = self.bn(e)

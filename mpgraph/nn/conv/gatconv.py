@@ -5,10 +5,9 @@ from torch import nn
 
 from ... import ops
 from ...base import DGLError
-from ..utils import project
 from ..utils import Dropout
 from ..utils import (Identity, as_dtype, check_edge_weight, check_src_dst, check_zero_in_degree, compute_dtype,
-                     expand_as_pair)
+                     expand_as_pair, project)
 
 __all__ = ["GATConv"]
 

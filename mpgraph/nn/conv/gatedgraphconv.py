@@ -5,8 +5,7 @@ from torch import nn
 
 from ..._index import as_index
 from ...base import DGLError
-from ..utils import project
-from ..utils import as_dtype, check_node_feat, compute_dtype
+from ..utils import as_dtype, check_node_feat, compute_dtype, project
 from ... import ops
 
 __all__ = ["GatedGraphConv"]
@@ -116,7 +115,7 @@ class GatedGraphConv(nn.Module):
                 a = ops.copy_u_sum(graph, project(self.linears[0], h))
             else:
                 # per-type projections of every node, gathered at each edge's (type, source)
-                proj = torch.stack([project(linear, h) for linear in self.linears])           # (T, N, D)
+                proj = torch.stack([project(linear, h) for linear in self.linears])  # (T, N, D)
                 msg = proj.reshape(T * N, D).index_select(0, etypes.to(torch.int64) * N + index.src64)
                 a = ops.copy_e_sum(graph, msg)                                      # (N, D)
             h = self.gru(as_dtype(a, h.dtype), h)

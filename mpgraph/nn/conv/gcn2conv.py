@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from ..utils import mm
+from ...ops import dense
 from ..utils import (as_dtype, check_edge_weight, check_node_feat, check_zero_in_degree, compute_dtype, degree_norm,
                      norm_dtype, propagate_sym)
 from .graphconv import EdgeWeightNorm
@@ -131,11 +131,11 @@ class GCN2Conv(nn.Module):
         feat_0 = as_dtype(feat_0[: h.shape[0]], dtype)
         if self._project_initial_features:
             feat_sum = torch.lerp(feat_0, h, 1 - self.alpha)             # (1 - a) h + a h0
-            proj = mm(feat_sum, self.weight1)
+            proj = dense.matmul(feat_sum, self.weight1)
         else:
             p, q = h * (1 - self.alpha), feat_0 * self.alpha
             feat_sum = p + q
-            proj = mm(p, self.weight1) + mm(q, self.weight2)
+            proj = dense.matmul(p, self.weight1) + dense.matmul(q, self.weight2)
         rst = torch.lerp(feat_sum, as_dtype(proj, feat_sum.dtype), self.beta)   # (1 - b) s + b sW
         if self.bias is not None:
             rst = rst + self.bias

@@ -5,7 +5,7 @@ from torch import nn
 
 from ..._index import as_index
 from ...base import DGLError
-from ..utils import mm
+from ...ops import dense
 from ..utils import (aggregate, as_dtype, check_choice, check_edge_weight, check_float_tensor, check_src_dst,
                      check_zero_in_degree, compute_dtype, degree_norm, expand_as_pair, norm_dtype, scale_rows)
 
@@ -252,12 +252,12 @@ class GraphConv(nn.Module):
             h = scale_rows(h, degree_norm(graph, "out", -0.5 if self._norm == "both" else -1.0, acc), dtype)
         if weight is not None and self._in_feats > self._out_feats:
             # multiply by W first: aggregation then runs on the smaller width
-            h = mm(h, weight)
+            h = dense.matmul(h, weight)
             rst = aggregate(graph, h, "sum", edge_weight)
         else:
             rst = aggregate(graph, h, "sum", edge_weight)
             if weight is not None:
-                rst = mm(rst, weight)
+                rst = dense.matmul(rst, weight)
         if self._norm in ("both", "right"):
             rst = scale_rows(rst, degree_norm(graph, "in", -0.5 if self._norm == "both" else -1.0, acc))
         if self.bias is not None:

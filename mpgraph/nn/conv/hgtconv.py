@@ -9,8 +9,8 @@ from ... import ops
 from ..._index import as_index
 from ...base import DGLError
 from ...precision import accum_dtype
+from ...ops import dense
 from ..linear import TypedLinear
-from ..utils import mm
 from ..utils import Dropout
 from ..utils import as_dtype, check_node_feat, compute_dtype
 
@@ -155,7 +155,7 @@ class HGTConv(nn.Module):
         h = self.drop(self.linear_a(h, dstntype, presorted))
         alpha = torch.sigmoid(self.skip[dstntype]).unsqueeze(-1)                   # (N_dst, 1)
         if self.in_size != H * D:
-            h = h * alpha + mm(x_dst, self.residual_w) * (1 - alpha)
+            h = h * alpha + dense.matmul(x_dst, self.residual_w) * (1 - alpha)
         else:
             h = h * alpha + x_dst * (1 - alpha)
         if self.use_norm:

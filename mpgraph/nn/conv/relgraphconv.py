@@ -6,8 +6,8 @@ from torch import nn
 from ... import ops
 from ..._index import as_index
 from ...base import DGLError
+from ...ops import dense
 from ..linear import TypedLinear
-from ..utils import mm
 from ..utils import Dropout
 from ..utils import as_dtype, check_float_tensor, check_node_feat, compute_dtype, scale_rows
 
@@ -143,7 +143,7 @@ class RelGraphConv(nn.Module):
         if self.bias:
             h = h + self.h_bias
         if self.self_loop:
-            h = h + mm(feat[: g.num_dst_nodes()], self.loop_weight)
+            h = h + dense.matmul(feat[: g.num_dst_nodes()], self.loop_weight)
         if self.activation is not None:
             h = self.activation(h)
         h = self.dropout(h)

@@ -6,10 +6,9 @@ from torch import nn
 
 from ..._index import as_index
 from ...base import DGLError
-from ..utils import project
 from ..utils import Dropout
-from ..utils import (aggregate, as_dtype, check_choice, check_edge_weight, check_src_dst, compute_dtype,
-                     expand_as_pair, norm_dtype, scale_rows)
+from ..utils import (aggregate, as_dtype, check_choice, check_edge_weight, check_src_dst, compute_dtype, expand_as_pair,
+                     norm_dtype, project, scale_rows)
 
 __all__ = ["SAGEConv"]
 

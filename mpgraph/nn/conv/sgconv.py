@@ -2,9 +2,8 @@
 
 from torch import nn
 
-from ..utils import project
 from ..utils import (as_dtype, check_edge_weight, check_node_feat, check_zero_in_degree, compute_dtype, degree_norm,
-                     norm_dtype, propagate_sym)
+                     norm_dtype, project, propagate_sym)
 from .graphconv import EdgeWeightNorm
 
 __all__ = ["SGConv"]

@@ -3,8 +3,7 @@
 import torch
 from torch import nn
 
-from ..utils import project
-from ..utils import (as_dtype, check_edge_weight, check_node_feat, compute_dtype, degree_norm, norm_dtype,
+from ..utils import (as_dtype, check_edge_weight, check_node_feat, compute_dtype, degree_norm, norm_dtype, project,
                      propagate_sym)
 from .graphconv import EdgeWeightNorm
 
