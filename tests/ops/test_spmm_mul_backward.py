@@ -93,6 +93,35 @@ def test_narrow_head_rows_match_float64_formula(dtype, H, D, idtype):
     assert_close(grad_w, ew, dtype)
 
 
+def _fanout_index(idtype):
+    """Source 0 with 700 out-edges (rows of the reversed structure longer than the wide kernel's edge chunk),
+    sources without out-edges, multi-edges."""
+    gen = torch.Generator().manual_seed(11)
+    src = torch.cat([torch.zeros(700, dtype=torch.int64), torch.randint(1, 40, (300,), generator=gen)])
+    dst = torch.randint(0, 50, (1000,), generator=gen)
+    return Index.from_coo(src.to(idtype), dst.to(idtype), 60, 50)      # sources 40..59: no out-edges
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("H, D", [(1, 256), (2, 128), (1, 384)])
+@pytest.mark.parametrize("case", ["fanout", "power_law", "zero_in_degree"])
+def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, idtype):
+    # rows wider than the register kernels, heads a multiple of the column block: the column-blocked
+    # variant, whose dots are summed over a head's blocks and whose prefetch wraps between passes
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+
+    assert spmm_backward._kernel_key(H, D)[2] in spmm_backward.WIDE_BLOCKS
+    assert spmm_backward.WIDE_CHUNK < 700
+    index = _fanout_index(idtype) if case == "fanout" else _index(case, idtype)
+    G, x, w = _operands(index, H, D, dtype, seed=D + H)
+    with use_backend("cpu", strict=True):
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H)
+    ex, ew = _expected(index, G, x, w)
+    assert_close(grad_x, ex, dtype)
+    assert_close(grad_w, ew, dtype)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("H, D", [(2, 8), (1, 64)])

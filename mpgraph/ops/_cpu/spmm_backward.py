@@ -159,6 +159,79 @@ def _make_heads_rows(W, SEG):
     return rows
 
 
+#: edges per chunk of the column-blocked kernel (:func:`_make_wide_rows`): the chunk's per-head dot partials
+#: wait in the thread's scratch while the row's column blocks pass over it
+WIDE_CHUNK = 256
+
+
+@functools.cache
+def _make_wide_rows(CB):
+    """Rows wider than the register kernels, in column blocks of ``CB`` (a compile-time constant dividing
+    ``D``, so each block lies inside one head). The general row loop reads each gathered ``G`` row twice per
+    head from memory and keeps the accumulator there; here a block's accumulator and widened ``x`` slice are
+    stack arrays (vector registers), as in the forward's column passes. Per chunk of :data:`WIDE_CHUNK` edges
+    the blocks run in turn; each edge's dot is summed over its head's blocks in ``scratch[F:]`` (fp32) and
+    rounded once, and the row's accumulator ``scratch[:F]`` carries each block across chunks."""
+
+    @njit(fastmath={"reassoc", "contract"})
+    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, scratch, H, D, pf_dist, pf_step):
+        F = H * D
+        accb = stack_acc(gx, CB)                    # [CB] one block of gx[r]
+        xr = stack_acc(gx, CB)                      # [CB] the block of x[r] in the accumulator type
+        zero = acc_zero(gx)
+        E_end = raw_get(indptr, indptr.size - 1)
+        n_lines = (CB + pf_step - 1) // pf_step
+        for r in range(r_begin, r_end):
+            xb = r * F
+            k0 = raw_get(indptr, r)
+            k1 = raw_get(indptr, r + 1)
+            for j in range(F):
+                scratch[j] = zero
+            for kc in range(k0, k1, WIDE_CHUNK):
+                ke = min(kc + WIDE_CHUNK, k1)
+                for col in range(0, F, CB):
+                    h = col // D
+                    first = col - h * D == 0            # the head's first block writes its dots, later add
+                    for j in range(CB):
+                        accb[j] = scratch[col + j]
+                        xr[j] = to_acc(gx, load(x, xb + col + j))
+                    for k in range(kc, ke):
+                        if pf_dist > 0:             # the block pf_dist edges ahead in this pass's order:
+                            kt = k + pf_dist        # past the chunk's end, the next block's first edges
+                            ct = col                # (or the next chunk's, or row's, at column 0)
+                            if kt >= ke:
+                                if col + CB < F:
+                                    kt = min(kc + (kt - ke), ke - 1)
+                                    ct = col + CB
+                                else:
+                                    ct = 0
+                            if kt < E_end:
+                                vp = raw_get(indices, kt) * F + ct
+                                for t in range(n_lines):
+                                    prefetch(G, vp + t * pf_step)
+                        gb = raw_get(indices, k) * F + col
+                        wv = to_acc(gx, load(w, k * H + h))
+                        dot = zero
+                        for j in range(CB):             # [CB]: one G element feeds both products
+                            g = to_acc(gx, load(G, gb + j))
+                            accb[j] += g * wv
+                            dot += g * xr[j]
+                        q = F + (k - kc) * H + h
+                        if first:
+                            scratch[q] = dot
+                        else:
+                            scratch[q] += dot
+                    for j in range(CB):
+                        scratch[col + j] = accb[j]
+                for k in range(kc, ke):
+                    for hh in range(H):
+                        store(gw, k * H + hh, scratch[F + (k - kc) * H + hh])
+            for j in range(F):
+                store(gx, xb + j, scratch[j])
+
+    return rows
+
+
 #: row widths with a register-resident kernel (``H = 1``, or heads of :data:`HEAD_SEGS` columns); other shapes
 #: take the general row loop
 BLOCK_WIDTHS = (64, 128)
@@ -169,40 +242,57 @@ HEAD_SEGS = (2, 4, 8)
 _BLOCK_ROWS = {W: _make_block_rows(W) for W in BLOCK_WIDTHS}
 
 
+#: column-block widths of the wide kernel (:func:`_make_wide_rows`), tried in order: the first dividing ``D``
+#: serves shapes without a register kernel; other shapes take the general row loop
+WIDE_BLOCKS = (128,)
+
+
 def _kernel_key(H, D):
-    """``(W, SEG)`` of the kernel for ``H`` heads of ``D``: ``(W, 0)`` one weight per edge, ``(W, D)``
-    several heads, ``(0, 0)`` the general row loop."""
+    """``(W, SEG, CB)`` of the kernel for ``H`` heads of ``D``: ``(W, 0, 0)`` one weight per edge, ``(W, D, 0)``
+    several narrow heads, ``(0, 0, CB)`` column blocks of ``CB``, ``(0, 0, 0)`` the general row loop."""
     W = H * D
-    if W not in BLOCK_WIDTHS:
-        return 0, 0
-    if H == 1:
-        return W, 0
-    return (W, D) if D in HEAD_SEGS else (0, 0)
+    if W in BLOCK_WIDTHS:
+        if H == 1:
+            return W, 0, 0
+        if D in HEAD_SEGS:
+            return W, D, 0
+    for cb in WIDE_BLOCKS:
+        if D % cb == 0:
+            return 0, 0, cb
+    return 0, 0, 0
 
 
 @functools.cache
-def _kernel(W, SEG=0):
-    """The compiled kernel: ``W = 0`` is the general row loop, else :func:`_make_block_rows` of ``W``
-    (``SEG = 0``) or :func:`_make_heads_rows` of ``(W, SEG)``."""
+def _kernel(W, SEG=0, CB=0):
+    """The compiled kernel: :func:`_make_wide_rows` of ``CB`` when ``CB``, else ``W = 0`` is the general row
+    loop, else :func:`_make_block_rows` of ``W`` (``SEG = 0``) or :func:`_make_heads_rows` of ``(W, SEG)``."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    if SEG:
+    if CB:
+        block_rows = _make_wide_rows(CB)
+    elif SEG:
         block_rows = _make_heads_rows(W, SEG)
     else:
         block_rows = _BLOCK_ROWS.get(W, _BLOCK_ROWS[BLOCK_WIDTHS[0]])
-    general = W == 0
+    general = W == 0 and CB == 0
+    wide = CB > 0
 
     @njit(cache=True, nogil=True)
     def kernel(counter, bounds, indptr, indices, G, x, w, gx, gw, H, D, pf_dist, pf_lines, pf_step):
         _ = source_hash
         indptr, indices = borrow(indptr), borrow(indices)
         G, x, w, gx, gw = borrow(G), borrow(x), borrow(w), borrow(gx), borrow(gw)
-        acc = alloc_acc(gx, H * D if general else 1)    # one scratch row per thread, not per row
+        # one scratch per thread, not per row: the general loop's row accumulator; the wide kernel's row
+        # accumulator and a chunk's dots
+        acc = alloc_acc(gx, H * D if general else (H * D + WIDE_CHUNK * H if wide else 1))
         nchunks = bounds.size - 1
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
             if general:
                 _rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
                       pf_dist, pf_lines, pf_step)
+            elif wide:
+                block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H,
+                           D, pf_dist, pf_step)
             else:
                 block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw,
                            pf_dist, pf_lines, pf_step)
