@@ -233,7 +233,7 @@ def _make_wide_rows(CB):
 
 
 #: row widths with a register-resident kernel (``H = 1``, or heads of :data:`HEAD_SEGS` columns); other shapes
-#: take the general row loop
+#: take the column-blocked kernel when a :data:`WIDE_BLOCKS` width divides ``D``, else the general row loop
 BLOCK_WIDTHS = (64, 128)
 #: head widths ``D`` with a register-resident kernel for ``H = W // D`` heads. Wider heads stay on the general
 #: row loop, whose per-head loops vectorise from D = 16 on (2M edges, 2 threads: (8, 8) fp32 38 ms against
