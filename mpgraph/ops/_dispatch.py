@@ -151,7 +151,7 @@ Kernels by op:
     rounded once into ``out_dtype``; a zero divisor gives inf/nan as torch does.
     ``(E, F)``, no ``(E, F)`` intermediate.
 
-``spmm_mul_backward(index, grad, lhs, rhs, heads) -> (grad_lhs, grad_rhs)``
+``spmm_mul_backward(index, grad, lhs, rhs, heads, op='mul') -> (grad_lhs, grad_rhs)``
     Both gradients of a ``u_mul_e`` sum (the backward of ``spmm(..., 'mul',
     'sum', x, w)`` with ``x: (N_src, H, D)`` and one weight per edge and head,
     ``w: (E, H)``), fused so that each gradient row is gathered once. ``index`` is
@@ -164,7 +164,10 @@ Kernels by op:
         grad_lhs[u, h*D + d] = sum_{e: dst(e) = u} grad[src(e), h*D + d] * rhs[e, h]
         grad_rhs[e, h]       = sum_d grad[src(e), h*D + d] * lhs[dst(e), h*D + d]
 
-    accumulated in the accum dtype, rounded once to the operands' dtype:
+    accumulated in the accum dtype, rounded once to the operands' dtype. With
+    ``op='div'`` (``u_div_e``) each ``rhs[e, h]`` factor of ``grad_lhs`` is
+    ``1 / rhs[e, h]`` and ``grad_rhs[e, h]`` is the dot above times
+    ``-1 / rhs[e, h] ** 2`` (a zero weight gives inf/nan as torch does):
     ``grad_lhs: (index.num_dst, H * D)``, ``grad_rhs: (E, H)``. Elementwise
     weights ``(E, F)`` are ``H = F``, ``D = 1``. A backend without a fused kernel
     registers its gSpMM and gSDDMM composed (``_reference.composed_mul_backward``).
@@ -567,14 +570,17 @@ def _from_slots(kernel, rows, index, grad, winners, out_dtype, *operands, width=
         return fn(index, grad, winners, out_dtype, *operands)
 
 
-def spmm_mul_backward(index, grad, lhs, rhs, heads):
-    """Run the selected fused ``u_mul_e`` sum backward; answers empty cases itself. ``(grad_lhs, grad_rhs)``."""
+def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul"):
+    """Run the selected fused ``u_mul_e`` (``op='div'``: ``u_div_e``) sum backward; answers empty cases itself.
+    ``(grad_lhs, grad_rhs)``."""
+    if op not in ("mul", "div"):
+        raise ValueError(f"spmm_mul_backward: expected op 'mul' or 'div', got {op!r}")
     if index.num_edges == 0 or grad.shape[1] == 0:
         return torch.zeros(lhs.shape, dtype=lhs.dtype, device=lhs.device), torch.zeros(rhs.shape, dtype=rhs.dtype,
                                                                                       device=rhs.device)
-    fn = _choose("spmm_mul_backward", index, grad, lhs, rhs, heads)
+    fn = _choose("spmm_mul_backward", index, grad, lhs, rhs, heads, op)
     with autocast_disabled(grad.device.type):
-        return fn(index, grad, lhs, rhs, heads)
+        return fn(index, grad, lhs, rhs, heads, op)
 
 
 def div_edge_grad(index, lhs, grad, rhs, out_dtype):

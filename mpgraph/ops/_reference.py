@@ -232,8 +232,8 @@ def div_edge_grad(index, lhs, grad, rhs, out_dtype):
     return (-(lhs.to(acc)[index.src64] * grad.to(acc)[index.dst64]) / (w * w)).to(out_dtype)
 
 
-def spmm_mul_backward(index, grad, lhs, rhs, heads):
-    """Reference fused ``u_mul_e`` sum backward (see :mod:`mpgraph.ops._dispatch` for the contract)."""
+def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul"):
+    """Reference fused ``u_mul_e`` / ``u_div_e`` sum backward (see :mod:`mpgraph.ops._dispatch` for the contract)."""
     acc = accum_dtype(grad.dtype)
     H = heads
     D = grad.shape[1] // H
@@ -241,43 +241,53 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads):
     g = grad.to(acc).reshape(-1, H, D).index_select(0, v)                       # (E, H, D)
     x = lhs.to(acc).reshape(-1, H, D)
     grad_lhs = torch.zeros(index.num_dst, H, D, dtype=acc, device=grad.device)
-    grad_lhs.index_add_(0, u, g * rhs.to(acc).reshape(-1, H, 1))
+    w = rhs.to(acc).reshape(-1, H, 1)
+    grad_lhs.index_add_(0, u, g / w if op == "div" else g * w)
     grad_rhs = (g * x.index_select(0, u)).sum(-1)                                # (E, H)
+    if op == "div":
+        grad_rhs = -grad_rhs / (w * w).reshape(-1, H)
     return grad_lhs.reshape(index.num_dst, H * D).to(lhs.dtype), grad_rhs.to(rhs.dtype)
 
 
 def composed_mul_backward(spmm_kernel, sddmm_kernel):
     """``spmm_mul_backward`` of a backend without a fused kernel: its own gSpMM then its own gSDDMM.
 
-    ``grad_lhs`` is the gSpMM ``u_mul_e`` sum on the reversed graph, ``grad_rhs`` the gSDDMM ``u_dot_v``
-    on it (the same two kernels the op layer would call one by one).
+    ``grad_lhs`` is the gSpMM ``u_mul_e`` (``u_div_e``) sum on the reversed graph, ``grad_rhs`` the gSDDMM
+    ``u_dot_v`` on it (for ``u_div_e`` in the accumulator dtype, then divided by ``-w**2`` and rounded once):
+    the same kernels the op layer would call one by one.
     """
-    def kernel(index, grad, lhs, rhs, heads):
-        mul, dot = _mul_backward_bcasts(grad, heads)
-        grad_lhs, _, _ = spmm_kernel(index, "mul", "sum", grad, rhs, mul, lhs.dtype)
-        grad_rhs = sddmm_kernel(index, "dot", grad, lhs, "u", "v", dot, rhs.dtype)
-        return grad_lhs, grad_rhs
+    def kernel(index, grad, lhs, rhs, heads, op="mul"):
+        mul, dot = _mul_backward_bcasts(grad, heads, op)
+        grad_lhs, _, _ = spmm_kernel(index, op, "sum", grad, rhs, mul, lhs.dtype)
+        if op == "mul":
+            return grad_lhs, sddmm_kernel(index, "dot", grad, lhs, "u", "v", dot, rhs.dtype)
+        # u_div_e: -dot / w**2 in the accumulator dtype, rounded once
+        acc = accum_dtype(rhs.dtype)
+        w = rhs.to(acc)
+        t = sddmm_kernel(index, "dot", grad, lhs, "u", "v", dot, acc).reshape(w.shape)
+        return grad_lhs, (-t / (w * w)).to(rhs.dtype)
 
     return kernel
 
 
 def composed_mul_backward_supports(spmm_supports, sddmm_supports):
     """The ``supports`` predicate of :func:`composed_mul_backward`: both kernels take their call."""
-    def supports(index, grad, lhs, rhs, heads):
-        mul, dot = _mul_backward_bcasts(grad, heads)
-        return (spmm_supports(index, "mul", "sum", grad, rhs, mul, lhs.dtype)
-                and sddmm_supports(index, "dot", grad, lhs, "u", "v", dot, rhs.dtype))
+    def supports(index, grad, lhs, rhs, heads, op="mul"):
+        mul, dot = _mul_backward_bcasts(grad, heads, op)
+        out = rhs.dtype if op == "mul" else accum_dtype(rhs.dtype)
+        return (spmm_supports(index, op, "sum", grad, rhs, mul, lhs.dtype)
+                and sddmm_supports(index, "dot", grad, lhs, "u", "v", dot, out))
 
     return supports
 
 
-def _mul_backward_bcasts(grad, heads):
-    """Layouts of the two composed kernels: ``(H, D) * (H, 1)`` and ``(H, D) . (H, D)``."""
+def _mul_backward_bcasts(grad, heads, op="mul"):
+    """Layouts of the two composed kernels: ``(H, D) * (H, 1)`` (``/`` for ``op='div'``) and ``(H, D) . (H, D)``."""
     from ._broadcast import infer_bcast
 
     H = heads
     D = grad.shape[1] // H
-    return (infer_bcast("mul", (H, D), (H, 1), grad.device), infer_bcast("dot", (H, D), (H, D), grad.device))
+    return (infer_bcast(op, (H, D), (H, 1), grad.device), infer_bcast("dot", (H, D), (H, D), grad.device))
 
 
 # ----------------------------------------------------------------------------------------------- seeded dropout

@@ -1,4 +1,5 @@
-"""The fused ``u_mul_e`` sum backward (dispatch op ``spmm_mul_backward``): every backend, the op layer's use.
+"""The fused ``u_mul_e`` / ``u_div_e`` sum backward (dispatch op ``spmm_mul_backward``): every backend, the op
+layer's use.
 
 Each backend's kernel is checked against a float64 formula written here, on the shared graph cases (empty
 rows, multi-edges, bipartite, power-law) plus a hub with 100,000 in-edges, int32/int64 ids, every float
@@ -26,40 +27,48 @@ def _index(case, idtype):
     return Index.from_coo(src.to(idtype), dst.to(idtype), n_src, n_dst)
 
 
-def _expected(index, G, x, w):
-    """float64 gradients of ``out[v] = sum_{e=(u->v)} x[u] * w[e]`` per head: (grad_x, grad_w)."""
+def _expected(index, G, x, w, op="mul"):
+    """float64 gradients of ``out[v] = sum_{e=(u->v)} x[u] * w[e]`` (``op='div'``: ``x[u] / w[e]``) per head:
+    (grad_x, grad_w)."""
     H = w.shape[1]
     D = x.shape[1] // H
     src, dst = index.src64, index.dst64
     g = G.double().reshape(-1, H, D)[dst]                                     # (E, H, D)
     xe = x.double().reshape(-1, H, D)[src]
-    grad_x = torch.zeros(index.num_src, H, D, dtype=torch.float64).index_add_(0, src, g * w.double()[:, :, None])
-    return grad_x.reshape(index.num_src, H * D), (g * xe).sum(-1)
+    wd = w.double()
+    factor = 1.0 / wd if op == "div" else wd
+    grad_x = torch.zeros(index.num_src, H, D, dtype=torch.float64).index_add_(0, src, g * factor[:, :, None])
+    dots = (g * xe).sum(-1)
+    return grad_x.reshape(index.num_src, H * D), (-dots / (wd * wd) if op == "div" else dots)
 
 
-def _operands(index, H, D, dtype, seed=0):
+def _operands(index, H, D, dtype, seed=0, op="mul"):
+    """G, x, w; divisors (``op='div'``) of either sign in [0.5, 1.5) in magnitude."""
     gen = torch.Generator().manual_seed(seed)
     G = torch.randn(index.num_dst, H * D, generator=gen).to(dtype)
     x = torch.randn(index.num_src, H * D, generator=gen).to(dtype)
-    w = torch.randn(index.num_edges, H, generator=gen).to(dtype)
-    return G, x, w
+    w = torch.randn(index.num_edges, H, generator=gen)
+    if op == "div":
+        w = torch.where(w < 0, -1.0, 1.0) * (0.5 + torch.rand(w.shape, generator=gen))
+    return G, x, w.to(dtype)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("case", ["zero_in_degree", "multi_edge", "bipartite", "power_law"])
 @pytest.mark.parametrize("H, D", [(1, 7), (3, 4), (5, 1)])
-def test_kernel_matches_float64_formula(backend, dtype, case, H, D, idtype):
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_kernel_matches_float64_formula(backend, dtype, case, H, D, op, idtype):
     index = _index(case, idtype)
-    G, x, w = _operands(index, H, D, dtype)
+    G, x, w = _operands(index, H, D, dtype, op=op)
     rev = reversed_index(index)
     copies = [t.clone() for t in (G, x, w)]
     with use_backend(backend, strict=True), record_backends() as seen:
-        grad_x, grad_w = _dispatch.spmm_mul_backward(rev, G, x, w, H)
+        grad_x, grad_w = _dispatch.spmm_mul_backward(rev, G, x, w, H, op)
     assert seen == [backend]
     assert grad_x.dtype == dtype and grad_w.dtype == dtype
     assert grad_x.shape == (index.num_src, H * D) and grad_w.shape == (index.num_edges, H)
-    ex, ew = _expected(index, G, x, w)
+    ex, ew = _expected(index, G, x, w, op)
     assert_close(grad_x, ex, dtype)
     assert_close(grad_w, ew, dtype)
     for before, after in zip(copies, (G, x, w)):
@@ -69,26 +78,28 @@ def test_kernel_matches_float64_formula(backend, dtype, case, H, D, idtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
-def test_register_resident_rows_match_float64_formula(dtype, D, case, idtype):
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_register_resident_rows_match_float64_formula(dtype, D, case, op, idtype):
     # one weight per edge and 64 or 128 features: the Numba kernel's register-resident row variant
     index = _index(case, idtype)
-    G, x, w = _operands(index, 1, D, dtype, seed=D)
+    G, x, w = _operands(index, 1, D, dtype, seed=D, op=op)
     with use_backend("cpu", strict=True):
-        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, 1)
-    ex, ew = _expected(index, G, x, w)
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, 1, op)
+    ex, ew = _expected(index, G, x, w, op)
     assert_close(grad_x, ex, dtype)
     assert_close(grad_w, ew, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("H, D", [(8, 8), (16, 8), (32, 2)])
-def test_narrow_head_rows_match_float64_formula(dtype, H, D, idtype):
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
     # GAT's heads narrower than 16 columns on 64/128 features: the kernel's row variant with D compiled in
     index = _index("power_law", idtype)
-    G, x, w = _operands(index, H, D, dtype, seed=H)
+    G, x, w = _operands(index, H, D, dtype, seed=H, op=op)
     with use_backend("cpu", strict=True):
-        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H)
-    ex, ew = _expected(index, G, x, w)
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
+    ex, ew = _expected(index, G, x, w, op)
     assert_close(grad_x, ex, dtype)
     assert_close(grad_w, ew, dtype)
 
@@ -105,7 +116,8 @@ def _fanout_index(idtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("H, D", [(1, 256), (2, 128), (1, 384)])
 @pytest.mark.parametrize("case", ["fanout", "power_law", "zero_in_degree"])
-def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, idtype):
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, op, idtype):
     # rows wider than the register kernels, heads a multiple of the column block: the column-blocked
     # variant, whose dots are summed over a head's blocks and whose prefetch wraps between passes
     pytest.importorskip("numba")
@@ -114,10 +126,10 @@ def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, idtype):
     assert spmm_backward._kernel_key(H, D)[2] in spmm_backward.WIDE_BLOCKS
     assert spmm_backward.WIDE_CHUNK < 700
     index = _fanout_index(idtype) if case == "fanout" else _index(case, idtype)
-    G, x, w = _operands(index, H, D, dtype, seed=D + H)
+    G, x, w = _operands(index, H, D, dtype, seed=D + H, op=op)
     with use_backend("cpu", strict=True):
-        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H)
-    ex, ew = _expected(index, G, x, w)
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
+    ex, ew = _expected(index, G, x, w, op)
     assert_close(grad_x, ex, dtype)
     assert_close(grad_w, ew, dtype)
 
@@ -125,21 +137,22 @@ def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, idtype):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("H, D", [(2, 8), (1, 64)])
-def test_hub_with_100k_in_edges(backend, threads, H, D):
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_hub_with_100k_in_edges(backend, threads, H, D, op):
     E = 100_000
     src = torch.arange(E) % 997
     dst = torch.zeros(E, dtype=torch.int64)
     dst[::50] = 1                                           # a few edges elsewhere
     index = Index.from_coo(src, dst, 997, 3)                # node 2: no in-edges
-    G, x, w = _operands(index, H, D, torch.bfloat16, seed=3)
+    G, x, w = _operands(index, H, D, torch.bfloat16, seed=3, op=op)
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         with use_backend(backend, strict=True):
-            grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H)
+            grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
     finally:
         torch.set_num_threads(previous)
-    ex, ew = _expected(index, G, x, w)
+    ex, ew = _expected(index, G, x, w, op)
     assert_close(grad_x, ex, torch.bfloat16)
     assert_close(grad_w, ew, torch.bfloat16)
 
@@ -178,9 +191,9 @@ def spy():
 
     calls = []
 
-    def kernel(index, grad, lhs, rhs, heads):
-        calls.append(heads)
-        return _reference.spmm_mul_backward(index, grad, lhs, rhs, heads)
+    def kernel(index, grad, lhs, rhs, heads, op="mul"):
+        calls.append(heads if op == "mul" else (heads, op))
+        return _reference.spmm_mul_backward(index, grad, lhs, rhs, heads, op)
 
     _dispatch.register("spmm_mul_backward", "spy", kernel, priority=1000)
     try:
@@ -195,35 +208,37 @@ def spy():
     ((6,), (1,), 1),
     ((2, 3, 4), (1, 1, 1), 1),
     ((2, 3, 4), (2, 3, 1), 6),
-    ((3, 4), (3, 4), 12),         # elementwise: H = F, D = 1, fused while a row is under 64 bytes
-    ((40,), (40,), None),         # elementwise rows of 64 bytes or more: the composed path
+    ((1,), (1,), 1),              # elementwise of one column: a scalar weight per edge
+    ((3, 4), (3, 4), None),       # elementwise rows of several columns: the composed path
+    ((40,), (40,), None),
     ((4, 5), (1, 5), None),       # weight varies along D but not H: the composed path
     ((1, 5), (4, 1), None),       # the node operand broadcasts: the composed path
 ])
 @pytest.mark.parametrize("reduce_op", ["sum", "mean"])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["f64", "bf16"])
-def test_op_layer_fuses_exactly_the_per_head_layouts(spy, x_shape, w_shape, heads, reduce_op, dtype):
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_op_layer_fuses_exactly_the_per_head_layouts(spy, x_shape, w_shape, heads, reduce_op, dtype, op):
     index = _index("power_law", torch.int32)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn((index.num_src,) + x_shape, generator=gen).to(dtype)
-    w = torch.randn((index.num_edges,) + w_shape, generator=gen).to(dtype)
+    w = torch.randn((index.num_edges,) + w_shape, generator=gen)
+    w = (w.abs() + 0.5 if op == "div" else w).to(dtype)      # divisors away from zero
     gy = None
     grads = {}
     for path in ("fused", "composed"):
         xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
-        y = gspmm(index, "mul", reduce_op, xr, wr)
+        y = gspmm(index, op, reduce_op, xr, wr)
         if gy is None:
             gy = torch.randn(y.shape, generator=gen).to(dtype)
         if path == "fused":
             y.backward(gy)
         else:   # the composed path: one operand requiring grad at a time
-            gx, = torch.autograd.grad(gspmm(index, "mul", reduce_op, xr, w), xr, gy)
-            gw, = torch.autograd.grad(gspmm(index, "mul", reduce_op, x, wr), wr, gy)
+            gx, = torch.autograd.grad(gspmm(index, op, reduce_op, xr, w), xr, gy)
+            gw, = torch.autograd.grad(gspmm(index, op, reduce_op, x, wr), wr, gy)
             xr.grad, wr.grad = gx, gw
         grads[path] = (xr.grad, wr.grad)
         if path == "fused":
-            fused_here = heads is not None and not (x_shape == w_shape and heads * x.element_size() >= 64)
-            assert spy == ([heads] if fused_here else [])
+            assert spy == ([heads if op == "mul" else (heads, op)] if heads is not None else [])
             spy.clear()
     assert spy == []                                        # one gradient at a time never fuses
     for fused, composed in zip(grads["fused"], grads["composed"]):
@@ -238,3 +253,17 @@ def test_double_backward_keeps_the_differentiable_path(spy):
     w = torch.randn(80, 2, 1, generator=gen, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda a, b: gspmm(index, "mul", "sum", a, b), (x, w))
     assert torch.autograd.gradcheck(lambda a, b: gspmm(index, "mul", "mean", a, b), (x, w))
+
+
+@pytest.mark.parametrize("reduce_op", ["sum", "mean"])
+@pytest.mark.parametrize("w_shape", [(2, 1), (1,), (2, 3)], ids=["heads", "scalar", "elementwise"])
+def test_div_gradcheck_on_the_cpu_kernel(reduce_op, w_shape):
+    # u_div_e's first-order gradients through the Numba kernel (float64), against finite differences
+    pytest.importorskip("numba")
+    index = _index("random", torch.int64)
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(20, 2, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    w = (torch.rand((80,) + w_shape, generator=gen, dtype=torch.float64) + 0.5).requires_grad_()
+    with use_backend("cpu", strict=True), record_backends() as seen:
+        assert torch.autograd.gradcheck(lambda a, b: gspmm(index, "div", reduce_op, a, b), (x, w))
+    assert set(seen) == {"cpu"}

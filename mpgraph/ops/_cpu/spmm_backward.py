@@ -1,4 +1,4 @@
-"""Fused backward of a weighted gSpMM sum (``u_mul_e`` with ``sum``/``mean``) on the CPU.
+"""Fused backward of a weighted gSpMM sum (``u_mul_e`` or ``u_div_e`` with ``sum``/``mean``) on the CPU.
 
 For ``out[v, h, :] = sum over in-edges e = (u -> v) of x[u, h, :] * w[e, h]`` (``x: (N_src, H, D)``,
 ``w: (E, H)``: one weight per edge and head, GAT's ``(E, H, 1)``; ``H = 1`` is a scalar per edge) and
@@ -20,7 +20,11 @@ weights are first moved into slot order (a parallel copy loop: a scatter over th
 inverse permutation is given, which the CPU backend caches per graph, else a gather by ``eid``; random
 writes measured cheaper than random reads), the kernel reads and writes per-edge values sequentially,
 and ``w``'s gradient is put back at the edge ids by a scatter. Elementwise weights ``w: (E, F)`` are the
-case ``H = F``, ``D = 1``.
+case ``H = F``, ``D = 1`` (the op layer sends them to the composed kernels unless ``F = 1``: measured faster).
+
+``u_div_e`` (``divide=True``) is the same pass with each weight's reciprocal ``1 / w`` (fp32) as the factor of
+``x``'s gradient, and ``-dot / w**2 = -dot * (1 / w)**2`` as the weight's: one kernel instead of a gSpMM,
+a gSDDMM and an elementwise division over the edges.
 
 Accumulation is fp32 (fp64 for fp64) and each result is rounded once to the operands' dtype. Rows are
 split into balanced chunks (power-law hubs do not serialise a thread); each ``x`` row is written by the
@@ -44,43 +48,66 @@ __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
 PREFETCH_DISTANCE = 16
 
 
-@njit(fastmath={"reassoc", "contract"})
-def _rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
-    """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
-    (``w`` and ``gw`` are in slot order)."""
-    F = H * D
-    E_end = raw_get(indptr, indptr.size - 1)
-    zero = acc_zero(gx)
-    for r in range(r_begin, r_end):
-        xb = r * F
-        for j in range(F):                          # [F] accumulator of gx[r]
-            acc[j] = zero
-        for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-            if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead (written out here: a
-                vp = raw_get(indices, k + pf_dist) * F  # helper taking arrays costs NRT calls per edge)
-                for t in range(pf_lines):
-                    prefetch(G, vp + t * pf_step)
-            gb = raw_get(indices, k) * F
-            if D == 1:                              # elementwise weights: one vectorisable loop over F
+@functools.cache
+def _make_general_rows(DIV):
+    """The general row loop (runtime ``H`` and ``D``); ``DIV``: ``u_div_e`` (see :func:`mul_sum_backward`)."""
+
+    @njit(fastmath={"reassoc", "contract"})
+    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
+        """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
+        (``w`` and ``gw`` are in slot order)."""
+        F = H * D
+        E_end = raw_get(indptr, indptr.size - 1)
+        zero = acc_zero(gx)
+        one = to_acc(gx, 1.0)
+        for r in range(r_begin, r_end):
+            xb = r * F
+            for j in range(F):                      # [F] accumulator of gx[r]
+                acc[j] = zero
+            for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
+                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead (written out here: a
+                    vp = raw_get(indices, k + pf_dist) * F  # helper taking arrays costs NRT calls per edge)
+                    for t in range(pf_lines):
+                        prefetch(G, vp + t * pf_step)
+                gb = raw_get(indices, k) * F
+                if D == 1:                          # elementwise weights: one vectorisable loop over F
+                    for h in range(H):
+                        g = to_acc(gx, load(G, gb + h))
+                        wv = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
+                        store(gw, k * H + h, _weight_grad(DIV, g * to_acc(gx, load(x, xb + h)), wv))
+                        acc[h] += g * wv
+                    continue
                 for h in range(H):
-                    g = to_acc(gx, load(G, gb + h))
-                    store(gw, k * H + h, g * to_acc(gx, load(x, xb + h)))
-                    acc[h] += g * to_acc(gx, load(w, k * H + h))
-                continue
-            for h in range(H):
-                hb = h * D
-                dot = zero
-                for d in range(D):                  # [D] reduction; G's row is in L1 for the next loop
-                    dot += load(G, gb + hb + d) * load(x, xb + hb + d)
-                store(gw, k * H + h, dot)
-                wv = load(w, k * H + h)
-                for d in range(D):                  # [D] axpy into the row's accumulator
-                    acc[hb + d] += load(G, gb + hb + d) * wv
-        for j in range(F):
-            store(gx, xb + j, acc[j])
+                    hb = h * D
+                    dot = zero
+                    for d in range(D):              # [D] reduction; G's row is in L1 for the next loop
+                        dot += to_acc(gx, load(G, gb + hb + d)) * to_acc(gx, load(x, xb + hb + d))
+                    wv = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
+                    store(gw, k * H + h, _weight_grad(DIV, dot, wv))
+                    for d in range(D):              # [D] axpy into the row's accumulator
+                        acc[hb + d] += to_acc(gx, load(G, gb + hb + d)) * wv
+            for j in range(F):
+                store(gx, xb + j, acc[j])
+
+    return rows
 
 
-def _make_block_rows(W):
+@njit(inline="always")
+def _factor(DIV, one, w):
+    """The factor each ``G`` element is multiplied by: ``w`` (``u_mul_e``) or ``1 / w`` (``u_div_e``; a zero
+    weight gives inf, so the sums become inf/nan as torch's division does)."""
+    return one / w if DIV else w
+
+
+@njit(inline="always")
+def _weight_grad(DIV, dot, factor):
+    """``d out / d w`` summed over the edge's head: ``dot`` (``u_mul_e``) or ``-dot / w**2`` written with the
+    reciprocal ``factor = 1 / w`` (``u_div_e``)."""
+    return -(dot * factor * factor) if DIV else dot
+
+
+@functools.cache
+def _make_block_rows(W, DIV):
     """Rows of exactly ``W`` features and one weight per edge (``H = 1``, ``D = W``), ``W`` a compile-time
     constant: the row's accumulator and its widened ``x`` row are stack arrays that LLVM keeps in vector
     registers (as in the forward's blocked passes), and each edge's dot is a register reduction."""
@@ -90,6 +117,7 @@ def _make_block_rows(W):
         acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
         xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
         zero = acc_zero(gx)
+        one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
         for r in range(r_begin, r_end):
             xb = r * W
@@ -97,18 +125,18 @@ def _make_block_rows(W):
                 acc[j] = zero
                 xr[j] = to_acc(gx, load(x, xb + j))
             for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead, written out as in _rows
+                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead, as in the general rows
                     vp = raw_get(indices, k + pf_dist) * W
                     for t in range(pf_lines):
                         prefetch(G, vp + t * pf_step)
                 gb = raw_get(indices, k) * W
-                wv = to_acc(gx, load(w, k))
+                wv = _factor(DIV, one, to_acc(gx, load(w, k)))
                 dot = zero
                 for j in range(W):                  # [W]: one G element feeds both products
                     g = to_acc(gx, load(G, gb + j))
                     acc[j] += g * wv
                     dot += g * xr[j]
-                store(gw, k, dot)
+                store(gw, k, _weight_grad(DIV, dot, wv))
             for j in range(W):
                 store(gx, xb + j, acc[j])
 
@@ -116,7 +144,7 @@ def _make_block_rows(W):
 
 
 @functools.cache
-def _make_heads_rows(W, SEG):
+def _make_heads_rows(W, SEG, DIV):
     """Rows of ``W`` features in ``W // SEG`` heads of ``SEG`` (GAT's ``(E, H, 1)`` weights, ``H > 1``), both
     compile-time constants: as :func:`_make_block_rows`, with the edge's ``H`` weights and ``H`` dots in
     stack arrays indexed by ``j // SEG``, a constant per column once the loops unroll: the general rows'
@@ -130,6 +158,7 @@ def _make_heads_rows(W, SEG):
         wv = stack_acc(gx, H)                       # [H] the edge's weights
         prod = stack_acc(gx, W)                     # [W] G * x of the edge, summed per head
         zero = acc_zero(gx)
+        one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
         for r in range(r_begin, r_end):
             xb = r * W
@@ -137,13 +166,13 @@ def _make_heads_rows(W, SEG):
                 acc[j] = zero
                 xr[j] = to_acc(gx, load(x, xb + j))
             for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead, written out as in _rows
+                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead, as in the general rows
                     vp = raw_get(indices, k + pf_dist) * W
                     for t in range(pf_lines):
                         prefetch(G, vp + t * pf_step)
                 gb = raw_get(indices, k) * W
                 for h in range(H):
-                    wv[h] = to_acc(gx, load(w, k * H + h))
+                    wv[h] = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
                 for j in range(W):                  # [W]: one G element feeds both products
                     g = to_acc(gx, load(G, gb + j))
                     acc[j] += g * wv[j // SEG]
@@ -152,7 +181,7 @@ def _make_heads_rows(W, SEG):
                     dot = zero
                     for d in range(SEG):
                         dot += prod[h * SEG + d]
-                    store(gw, k * H + h, dot)
+                    store(gw, k * H + h, _weight_grad(DIV, dot, wv[h]))
             for j in range(W):
                 store(gx, xb + j, acc[j])
 
@@ -165,7 +194,7 @@ WIDE_CHUNK = 256
 
 
 @functools.cache
-def _make_wide_rows(CB):
+def _make_wide_rows(CB, DIV):
     """Rows wider than the register kernels, in column blocks of ``CB`` (a compile-time constant dividing
     ``D``, so each block lies inside one head). The general row loop reads each gathered ``G`` row twice per
     head from memory and keeps the accumulator there; here a block's accumulator and widened ``x`` slice are
@@ -179,6 +208,7 @@ def _make_wide_rows(CB):
         accb = stack_acc(gx, CB)                    # [CB] one block of gx[r]
         xr = stack_acc(gx, CB)                      # [CB] the block of x[r] in the accumulator type
         zero = acc_zero(gx)
+        one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
         n_lines = (CB + pf_step - 1) // pf_step
         for r in range(r_begin, r_end):
@@ -210,7 +240,7 @@ def _make_wide_rows(CB):
                                 for t in range(n_lines):
                                     prefetch(G, vp + t * pf_step)
                         gb = raw_get(indices, k) * F + col
-                        wv = to_acc(gx, load(w, k * H + h))
+                        wv = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
                         dot = zero
                         for j in range(CB):             # [CB]: one G element feeds both products
                             g = to_acc(gx, load(G, gb + j))
@@ -225,7 +255,12 @@ def _make_wide_rows(CB):
                         scratch[col + j] = accb[j]
                 for k in range(kc, ke):
                     for hh in range(H):
-                        store(gw, k * H + hh, scratch[F + (k - kc) * H + hh])
+                        q = F + (k - kc) * H + hh
+                        if DIV:
+                            store(gw, k * H + hh, _weight_grad(DIV, scratch[q],
+                                                               _factor(DIV, one, to_acc(gx, load(w, k * H + hh)))))
+                        else:
+                            store(gw, k * H + hh, scratch[q])
             for j in range(F):
                 store(gx, xb + j, scratch[j])
 
@@ -239,7 +274,6 @@ BLOCK_WIDTHS = (64, 128)
 #: row loop, whose per-head loops vectorise from D = 16 on (2M edges, 2 threads: (8, 8) fp32 38 ms against
 #: 62 ms general, (16, 8) 94 against 118; (4, 16) and (2, 32) even, bf16 (8, 16) 100 against 75)
 HEAD_SEGS = (2, 4, 8)
-_BLOCK_ROWS = {W: _make_block_rows(W) for W in BLOCK_WIDTHS}
 
 
 #: column-block widths of the wide kernel (:func:`_make_wide_rows`), tried in order: the first dividing ``D``
@@ -263,17 +297,20 @@ def _kernel_key(H, D):
 
 
 @functools.cache
-def _kernel(W, SEG=0, CB=0):
+def _kernel(W, SEG=0, CB=0, DIV=False):
     """The compiled kernel: :func:`_make_wide_rows` of ``CB`` when ``CB``, else ``W = 0`` is the general row
-    loop, else :func:`_make_block_rows` of ``W`` (``SEG = 0``) or :func:`_make_heads_rows` of ``(W, SEG)``."""
+    loop, else :func:`_make_block_rows` of ``W`` (``SEG = 0``) or :func:`_make_heads_rows` of ``(W, SEG)``;
+    ``DIV`` compiles ``u_div_e``'s gradients instead of ``u_mul_e``'s."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    if CB:
-        block_rows = _make_wide_rows(CB)
-    elif SEG:
-        block_rows = _make_heads_rows(W, SEG)
-    else:
-        block_rows = _BLOCK_ROWS.get(W, _BLOCK_ROWS[BLOCK_WIDTHS[0]])
     general = W == 0 and CB == 0
+    if CB:
+        block_rows = _make_wide_rows(CB, DIV)
+    elif SEG:
+        block_rows = _make_heads_rows(W, SEG, DIV)
+    elif general:
+        block_rows = _make_general_rows(DIV)
+    else:
+        block_rows = _make_block_rows(W, DIV)
     wide = CB > 0
 
     @njit(cache=True, nogil=True)
@@ -288,8 +325,8 @@ def _kernel(W, SEG=0, CB=0):
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
             if general:
-                _rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
-                      pf_dist, pf_lines, pf_step)
+                block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
+                           pf_dist, pf_lines, pf_step)
             elif wide:
                 block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H,
                            D, pf_dist, pf_step)
@@ -341,8 +378,9 @@ def _permute(t, perm, gather, out=None):
     return out
 
 
-def mul_sum_backward(indptr, indices, eid, G, x, w, *, eid_inverse=None, prefetch_distance=None):
-    """Both gradients of ``out = u_mul_e_sum(x, w)`` in one pass over the reversed structure.
+def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, eid_inverse=None, prefetch_distance=None):
+    """Both gradients of ``out = u_mul_e_sum(x, w)`` (or ``u_div_e_sum`` with ``divide``) in one pass over the
+    reversed structure.
 
     Parameters
     ----------
@@ -359,6 +397,11 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, eid_inverse=None, prefetc
         Forward source features; same dtype as ``G``.
     w : Tensor ``(E, H)``
         Forward edge weights (one per head); same dtype as ``G``.
+    divide : bool, default False
+        The forward divided by the weights (``u_div_e``): ``grad_x`` sums ``G[v] / w[e]`` and ``grad_w`` is
+        ``-sum_d G[v] x[u] / w[e]**2``, both through the weight's reciprocal computed in the accumulator
+        type (one extra rounding there, none in the output format). A zero weight gives inf/nan as torch's
+        division does.
     eid_inverse : Tensor, int64, ``(E,)``, optional
         The slot of each edge id (``eid_inverse[eid[k]] == k``). When given, ``w`` is moved into slot order
         by a scatter over the edge ids (sequential reads, random writes) instead of a gather by ``eid``
@@ -418,9 +461,9 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, eid_inverse=None, prefetc
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, H * D // 16))
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     pf_lines = (H * D * G_np.itemsize + 63) // 64
-    run_parallel(_kernel(*_kernel_key(H, D)), nthreads, bounds, indptr_np, index_view(indices.contiguous()), G_np,
-                 kernel_view(x.contiguous()), kernel_view(w_slot), kernel_view(gx),
-                 kernel_view(gw_slot), H, D, pf, pf_lines, 64 // G_np.itemsize)
+    run_parallel(_kernel(*_kernel_key(H, D), DIV=bool(divide)), nthreads, bounds, indptr_np,
+                 index_view(indices.contiguous()), G_np, kernel_view(x.contiguous()), kernel_view(w_slot),
+                 kernel_view(gx), kernel_view(gw_slot), H, D, pf, pf_lines, 64 // G_np.itemsize)
     if eid is None:
         return gx, gw_slot
     # w_slot is this call's own copy and no longer needed: it receives grad_w in edge order, so the
