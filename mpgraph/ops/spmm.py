@@ -255,8 +255,8 @@ def _weight_heads(bcast):
     out = bcast.out_shape
     if bcast.lhs_shape != out or len(out) == 0:
         return None
-    if bcast.rhs_shape == out:
-        return 1 if bcast.F == 1 else None
+    if bcast.rhs_shape == out and bcast.F > 1:
+        return None
     return _rhs_block_heads(bcast)
 
 

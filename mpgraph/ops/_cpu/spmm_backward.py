@@ -255,12 +255,10 @@ def _make_wide_rows(CB, DIV):
                         scratch[col + j] = accb[j]
                 for k in range(kc, ke):
                     for hh in range(H):
-                        q = F + (k - kc) * H + hh
-                        if DIV:
-                            store(gw, k * H + hh, _weight_grad(DIV, scratch[q],
-                                                               _factor(DIV, one, to_acc(gx, load(w, k * H + hh)))))
-                        else:
-                            store(gw, k * H + hh, scratch[q])
+                        dot = scratch[F + (k - kc) * H + hh]
+                        if DIV:                     # only the quotient's gradient reads the weight again
+                            dot = _weight_grad(DIV, dot, _factor(DIV, one, to_acc(gx, load(w, k * H + hh))))
+                        store(gw, k * H + hh, dot)
             for j in range(F):
                 store(gx, xb + j, scratch[j])
 
