@@ -104,6 +104,23 @@ def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
     assert_close(grad_w, ew, dtype)
 
 
+def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
+    # one weight per edge is the register kernel's single-head case; narrow heads its multi-head case; the
+    # rest the column blocks or the general loop. A key whose head width does not divide the row is refused
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+
+    assert spmm_backward._kernel_key(1, 64) == (64, 64, 0)
+    assert spmm_backward._kernel_key(1, 128) == (128, 128, 0)
+    assert spmm_backward._kernel_key(8, 8) == (64, 8, 0)
+    assert spmm_backward._kernel_key(16, 8) == (128, 8, 0)
+    assert spmm_backward._kernel_key(2, 32) == (0, 0, 0)          # heads of 32: the general loop
+    assert spmm_backward._kernel_key(1, 256) == (0, 0, 128)
+    assert spmm_backward._kernel_key(1, 96) == (0, 0, 0)
+    with pytest.raises(ValueError, match="SEG dividing W"):
+        spmm_backward._kernel(64, 0, 0)
+
+
 def _fanout_index(idtype):
     """Source 0 with 700 out-edges (rows of the reversed structure longer than the wide kernel's edge chunk),
     sources without out-edges, multi-edges."""

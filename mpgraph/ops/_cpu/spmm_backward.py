@@ -107,52 +107,19 @@ def _weight_grad(DIV, dot, factor):
 
 
 @functools.cache
-def _make_block_rows(W, DIV):
-    """Rows of exactly ``W`` features and one weight per edge (``H = 1``, ``D = W``), ``W`` a compile-time
-    constant: the row's accumulator and its widened ``x`` row are stack arrays that LLVM keeps in vector
-    registers (as in the forward's blocked passes), and each edge's dot is a register reduction."""
-
-    @njit(fastmath={"reassoc", "contract"})
-    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, pf_dist, pf_lines, pf_step):
-        acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
-        xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
-        zero = acc_zero(gx)
-        one = to_acc(gx, 1.0)
-        E_end = raw_get(indptr, indptr.size - 1)
-        for r in range(r_begin, r_end):
-            xb = r * W
-            for j in range(W):
-                acc[j] = zero
-                xr[j] = to_acc(gx, load(x, xb + j))
-            for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead, as in the general rows
-                    vp = raw_get(indices, k + pf_dist) * W
-                    for t in range(pf_lines):
-                        prefetch(G, vp + t * pf_step)
-                gb = raw_get(indices, k) * W
-                wv = _factor(DIV, one, to_acc(gx, load(w, k)))
-                dot = zero
-                for j in range(W):                  # [W]: one G element feeds both products
-                    g = to_acc(gx, load(G, gb + j))
-                    acc[j] += g * wv
-                    dot += g * xr[j]
-                store(gw, k, _weight_grad(DIV, dot, wv))
-            for j in range(W):
-                store(gx, xb + j, acc[j])
-
-    return rows
-
-
-@functools.cache
 def _make_heads_rows(W, SEG, DIV):
-    """Rows of ``W`` features in ``W // SEG`` heads of ``SEG`` (GAT's ``(E, H, 1)`` weights, ``H > 1``), both
-    compile-time constants: as :func:`_make_block_rows`, with the edge's ``H`` weights and ``H`` dots in
-    stack arrays indexed by ``j // SEG``, a constant per column once the loops unroll: the general rows'
-    runtime ``H`` and ``D`` loops run short scalar loops for narrow heads (:data:`HEAD_SEGS`)."""
+    """Rows of exactly ``W`` features in ``H = W // SEG`` heads of ``SEG``, one weight per edge and head (GAT's
+    ``(E, H, 1)``; ``SEG = W`` is one scalar per edge), both compile-time constants. The row's accumulator and
+    its widened ``x`` row are stack arrays that LLVM keeps in vector registers (as in the forward's blocked
+    passes). One head: each edge's dot is a register reduction in the same loop. Several heads: the edge's
+    ``H`` weights and its products are stack arrays indexed by ``j // SEG``, a constant per column once the
+    loops unroll, and each head's dot a reduction of its ``SEG`` products; the general rows' runtime ``H``
+    and ``D`` loops run short scalar loops for narrow heads (:data:`HEAD_SEGS`). ``scratch``, ``H_`` and
+    ``D_`` are the shared row signature's, unused here."""
     H = W // SEG
 
     @njit(fastmath={"reassoc", "contract"})
-    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, pf_dist, pf_lines, pf_step):
+    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, scratch, H_, D_, pf_dist, pf_lines, pf_step):
         acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
         xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
         wv = stack_acc(gx, H)                       # [H] the edge's weights
@@ -171,6 +138,15 @@ def _make_heads_rows(W, SEG, DIV):
                     for t in range(pf_lines):
                         prefetch(G, vp + t * pf_step)
                 gb = raw_get(indices, k) * W
+                if H == 1:                          # (compile-time) the dot is a register reduction in the
+                    f = _factor(DIV, one, to_acc(gx, load(w, k)))   # loop; through prod[] measured 1.5-2.7x
+                    dot = zero                                      # slower at W = 64
+                    for j in range(W):              # [W]: one G element feeds both products
+                        g = to_acc(gx, load(G, gb + j))
+                        acc[j] += g * f
+                        dot += g * xr[j]
+                    store(gw, k, _weight_grad(DIV, dot, f))
+                    continue
                 for h in range(H):
                     wv[h] = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
                 for j in range(W):                  # [W]: one G element feeds both products
@@ -200,10 +176,11 @@ def _make_wide_rows(CB, DIV):
     head from memory and keeps the accumulator there; here a block's accumulator and widened ``x`` slice are
     stack arrays (vector registers), as in the forward's column passes. Per chunk of :data:`WIDE_CHUNK` edges
     the blocks run in turn; each edge's dot is summed over its head's blocks in ``scratch[F:]`` (fp32) and
-    rounded once, and the row's accumulator ``scratch[:F]`` carries each block across chunks."""
+    rounded once, and the row's accumulator ``scratch[:F]`` carries each block across chunks. ``pf_lines`` (the
+    whole row's, of the shared row signature) is unused: a pass prefetches one block."""
 
     @njit(fastmath={"reassoc", "contract"})
-    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, scratch, H, D, pf_dist, pf_step):
+    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, scratch, H, D, pf_dist, pf_lines, pf_step):
         F = H * D
         accb = stack_acc(gx, CB)                    # [CB] one block of gx[r]
         xr = stack_acc(gx, CB)                      # [CB] the block of x[r] in the accumulator type
@@ -280,14 +257,12 @@ WIDE_BLOCKS = (128,)
 
 
 def _kernel_key(H, D):
-    """``(W, SEG, CB)`` of the kernel for ``H`` heads of ``D``: ``(W, 0, 0)`` one weight per edge, ``(W, D, 0)``
-    several narrow heads, ``(0, 0, CB)`` column blocks of ``CB``, ``(0, 0, 0)`` the general row loop."""
+    """``(W, SEG, CB)`` of the kernel for ``H`` heads of ``D``: ``(W, SEG, 0)`` the register kernel of ``W // SEG``
+    heads (``SEG = W``: one weight per edge), ``(0, 0, CB)`` column blocks of ``CB``, ``(0, 0, 0)`` the general
+    row loop."""
     W = H * D
-    if W in BLOCK_WIDTHS:
-        if H == 1:
-            return W, 0, 0
-        if D in HEAD_SEGS:
-            return W, D, 0
+    if W in BLOCK_WIDTHS and (H == 1 or D in HEAD_SEGS):
+        return W, D, 0
     for cb in WIDE_BLOCKS:
         if D % cb == 0:
             return 0, 0, cb
@@ -296,19 +271,19 @@ def _kernel_key(H, D):
 
 @functools.cache
 def _kernel(W, SEG=0, CB=0, DIV=False):
-    """The compiled kernel: :func:`_make_wide_rows` of ``CB`` when ``CB``, else ``W = 0`` is the general row
-    loop, else :func:`_make_block_rows` of ``W`` (``SEG = 0``) or :func:`_make_heads_rows` of ``(W, SEG)``;
-    ``DIV`` compiles ``u_div_e``'s gradients instead of ``u_mul_e``'s."""
+    """The compiled kernel of a :func:`_kernel_key`: :func:`_make_wide_rows` of ``CB`` when ``CB``, else the
+    general row loop when ``W = 0``, else :func:`_make_heads_rows` of ``(W, SEG)``; ``DIV`` compiles
+    ``u_div_e``'s gradients instead of ``u_mul_e``'s. All row functions share one signature."""
+    if not (CB or W == 0 or (SEG and W % SEG == 0)):
+        raise ValueError(f"expected a _kernel_key (W, SEG, CB) with SEG dividing W, got {(W, SEG, CB)}")
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
     general = W == 0 and CB == 0
     if CB:
         block_rows = _make_wide_rows(CB, DIV)
-    elif SEG:
-        block_rows = _make_heads_rows(W, SEG, DIV)
     elif general:
         block_rows = _make_general_rows(DIV)
     else:
-        block_rows = _make_block_rows(W, DIV)
+        block_rows = _make_heads_rows(W, SEG, DIV)
     wide = CB > 0
 
     @njit(cache=True, nogil=True)
@@ -322,15 +297,8 @@ def _kernel(W, SEG=0, CB=0, DIV=False):
         nchunks = bounds.size - 1
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
-            if general:
-                block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
-                           pf_dist, pf_lines, pf_step)
-            elif wide:
-                block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H,
-                           D, pf_dist, pf_step)
-            else:
-                block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw,
-                           pf_dist, pf_lines, pf_step)
+            block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
+                       pf_dist, pf_lines, pf_step)
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
