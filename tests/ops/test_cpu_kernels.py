@@ -1152,3 +1152,39 @@ def test_huge_page_advice_leaves_small_and_non_linux_buffers_alone(monkeypatch):
     big = _core.empty_out((_core.HUGE_PAGE_MIN_BYTES // 4 + 1,), torch.float32)
     assert big.shape == (_core.HUGE_PAGE_MIN_BYTES // 4 + 1,) and big.dtype == torch.float32
     assert not _core.advise_huge_pages(big)
+
+
+_LOCALITY_PROBE = """
+import json, torch, mpgraph
+g = mpgraph.graph(([0, 1], [1, 2]))
+try:
+    out, err = mpgraph.ops.copy_u_sum(g, torch.ones(3, 4)).sum().item(), None
+    from mpgraph.ops._cpu import _core
+    locality, source_hash = _core.PREFETCH_LOCALITY, _core.SOURCE_HASH
+except ValueError as e:
+    out, err, locality, source_hash = None, f"{type(e).__name__}: {e}", None, None
+print(json.dumps({"locality": locality, "hash": source_hash, "out": out, "err": err}))
+"""
+
+
+def test_prefetch_locality_setting_is_compiled_in_and_checked():
+    # MPGRAPH_PREFETCH_LOCALITY picks the prefetch hint compiled into every kernel, so it must be part of the
+    # kernels' cache key; a value the hint cannot take fails the first op with the setting named, and does not
+    # fall back quietly (nor break `import mpgraph`)
+    pytest.importorskip("numba")
+    from ops._triton_subprocess import records, run_python
+
+    def probe(value):
+        env = {} if value is None else {"MPGRAPH_PREFETCH_LOCALITY": value}
+        proc = run_python("-c", _LOCALITY_PROBE, drop=("MPGRAPH_PREFETCH_LOCALITY",), timeout=300, **env)
+        assert proc.returncode == 0 and records(proc), proc.stderr[-2000:]
+        return proc
+
+    default = records(probe(None))[0]
+    assert default["locality"] == 2 and default["err"] is None and default["out"] == 8.0
+    l1 = records(probe("3"))[0]
+    assert l1["locality"] == 3 and l1["hash"] != default["hash"] and l1["out"] == 8.0
+    for bad in ("4", "L2", "-1"):
+        rec = records(probe(bad))[0]
+        assert rec["out"] is None and rec["err"].startswith("SettingError: MPGRAPH_PREFETCH_LOCALITY must be 0, 1, "
+                                                            "2 or 3") and repr(bad) in rec["err"], rec

@@ -51,6 +51,11 @@ __all__ = ["available", "unavailable_reason", "gspmm", "gsddmm", "edge_softmax_f
 _STATE = {}
 
 
+class SettingError(ValueError):
+    """An ``MPGRAPH_*`` environment setting of the CPU kernels holds a value it cannot take (raised by the
+    first op that needs the kernels, not by ``import mpgraph``)."""
+
+
 def _probe():
     if "ok" not in _STATE:
         try:
@@ -58,7 +63,9 @@ def _probe():
             import llvmlite  # noqa: F401
 
             from . import _core  # noqa: F401  (intrinsics register with Numba on import)
-        except Exception as err:  # any failure to load means "use the fallback"
+        except SettingError:  # a wrong MPGRAPH_* setting is the user's to fix, not a reason to fall back
+            raise
+        except Exception as err:  # any other failure to load means "use the fallback"
             _STATE["ok"] = False
             _STATE["reason"] = f"numba could not be imported ({type(err).__name__}: {err}); install mpgraph[cpu]"
         else:
