@@ -16,7 +16,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -27,7 +26,7 @@ def child(graph, D, reps):
     sys.path.insert(0, os.path.dirname(HERE))
     sys.path.insert(0, HERE)
     import mpgraph
-    from cpu_kernels import make_graph
+    from cpu_kernels import make_graph, timed  # (round-robin median timing)
     from mpgraph import ops
     from mpgraph.ops._cpu import _core
     from mpgraph.ops._cpu import spmm_backward
@@ -57,16 +56,8 @@ def child(graph, D, reps):
         fns[("u_mul_e_bwd", name)] = lambda x=x, w=w, G=G: spmm_backward.mul_sum_backward(
             rptr, rdst, rev, G.view(N, 1, D), x.view(N, 1, D), w, eid_inverse=inverse)
     with torch.no_grad():
-        for f in fns.values():
-            f()
-        times = {k: [] for k in fns}
-        for _ in range(reps):
-            for k, f in fns.items():
-                t = time.perf_counter()
-                f()
-                times[k].append(time.perf_counter() - t)
-    print(json.dumps({"locality": _core.PREFETCH_LOCALITY,
-                      "ms": {f"{op}/{dt}": 1e3 * statistics.median(v) for (op, dt), v in times.items()}}))
+        ms = timed(fns, reps)
+    print(json.dumps({"locality": _core.PREFETCH_LOCALITY, "ms": {f"{op}/{dt}": v for (op, dt), v in ms.items()}}))
 
 
 def main(argv=None):

@@ -109,9 +109,9 @@ def borrow(typingctx, arr):
 #: environment variable choosing the cache level of the kernels' software prefetches (read once, at import)
 PREFETCH_LOCALITY_ENV = "MPGRAPH_PREFETCH_LOCALITY"
 #: default locality hint: 2, ``prefetcht1`` on x86 (into L2, not L1). The gathers prefetch whole source rows
-#: 16 edges ahead; into L2 they left the L1 miss buffers to the demand loads and ran 0.55-0.75x the time of
-#: ``prefetcht0`` (locality 3, the earlier default) on an AMD EPYC (Zen 4, 2 cores; 10M edges, D=128,
-#: fp32 and bf16 gSpMM forwards and the fused u_mul_e backward). Not measured on Intel CPUs.
+#: 16 edges ahead; into L2 they ran 0.69-0.85x the time of ``prefetcht0`` (locality 3, the earlier default) on
+#: a 2-core AMD EPYC (10M edges, D=128, fp32 and bf16 gSpMM/gSDDMM forwards and the fused u_mul_e backward;
+#: benchmarks/prefetch_locality.py). Not measured on Intel CPUs.
 PREFETCH_LOCALITY_DEFAULT = 2
 
 
