@@ -175,23 +175,52 @@ def test_hub_with_100k_in_edges(backend, threads, H, D, op):
 
 
 def test_weights_moved_by_inverse_scatter_or_gather_agree():
-    """``eid_inverse`` moves the weights into slot order by a scatter instead of a gather: same bits; a
-    wrong length is refused."""
+    """Where the weights go into slot order (the register kernel of several heads), ``eid_inverse`` moves them
+    by a scatter instead of a gather: same bits; a wrong length is refused."""
     pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
     from mpgraph.ops._cpu._backend import _csc, _inverse
     from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
 
+    assert spmm_backward._slot_order(*spmm_backward._kernel_key(8, 8)[:2])
     index = _index("power_law", torch.int64)
     indptr, src, eid = _csc(reversed_index(index))
     assert eid is not None                                  # out-edges are not in edge-id order
-    G, x, w = _operands(index, 2, 3, torch.float32)
-    args = (indptr, src, eid, G.reshape(-1, 2, 3), x.reshape(-1, 2, 3), w)
+    G, x, w = _operands(index, 8, 8, torch.float32)
+    args = (indptr, src, eid, G.reshape(-1, 8, 8), x.reshape(-1, 8, 8), w)
     gathered = mul_sum_backward(*args)
     scattered = mul_sum_backward(*args, eid_inverse=_inverse(eid))
     assert torch.equal(gathered[0], scattered[0]) and torch.equal(gathered[1], scattered[1])
     assert torch.equal(_inverse(eid)[eid], torch.arange(eid.numel()))
     with pytest.raises(ValueError, match="eid_inverse of"):
         mul_sum_backward(*args, eid_inverse=_inverse(eid)[:-1])
+
+
+@pytest.mark.parametrize("H, D", [(1, 64), (8, 8), (3, 4), (1, 256), (4, 1)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_weights_in_edge_order_or_slot_order_agree(monkeypatch, H, D, dtype, op):
+    """Each kernel family (register rows of one or several heads, general loop, column blocks, elementwise)
+    gives the same bits whether it reaches the weights through the edge ids in place or takes them moved
+    into slot order, and matches the float64 formula either way."""
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+    from mpgraph.ops._cpu._backend import _csc, _inverse
+
+    index = _index("power_law", torch.int64)
+    indptr, src, eid = _csc(reversed_index(index))
+    assert eid is not None
+    G, x, w = _operands(index, H, D, dtype, seed=H * D, op=op)
+    args = (indptr, src, eid, G.reshape(-1, H, D), x.reshape(-1, H, D), w)
+    results = {}
+    for slot_order in (False, True):
+        monkeypatch.setattr(spmm_backward, "_slot_order", lambda W, SEG, s=slot_order: s)
+        results[slot_order] = spmm_backward.mul_sum_backward(*args, divide=op == "div", eid_inverse=_inverse(eid))
+    for a, b in zip(results[False], results[True]):
+        assert torch.equal(a, b)
+    ex, ew = _expected(index, G, x, w, op)
+    assert_close(results[False][0].reshape(ex.shape), ex, dtype)
+    assert_close(results[False][1], ew, dtype)
 
 
 def test_no_edges_gives_zeros():

@@ -15,12 +15,14 @@ reversed graph for ``x``, then a gSDDMM for ``w``), and each gather of ``E`` row
 forward. This kernel walks the reversed structure once (rows are the forward sources ``u``): ``x[u]``
 and the row's fp32 accumulator stay in cache, each ``G[v]`` row is gathered once (software prefetch
 ahead) and used for both products. Edge ids in that order are scattered (the forward graph is sorted by
-destination), and a random 2-byte or 4-byte access per edge costs as much as the row gather, so the
-weights are first moved into slot order (a parallel copy loop: a scatter over the edge ids when their
-inverse permutation is given, which the CPU backend caches per graph, else a gather by ``eid``; random
-writes measured cheaper than random reads), the kernel reads and writes per-edge values sequentially,
-and ``w``'s gradient is put back at the edge ids by a scatter. Elementwise weights ``w: (E, F)`` are the
-case ``H = F``, ``D = 1`` (the op layer sends them to the composed kernels unless ``F = 1``: measured faster).
+destination), so each edge's weights and their gradient are a random access as costly as the row gather
+unless it is hidden: the kernel reads ``w[eid[k]]`` and writes ``grad_w[eid[k]]`` in place, prefetching
+both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. The register kernel of several heads
+is the exception (:func:`_slot_order`): there the weights are first moved into slot order by a parallel
+copy loop (a scatter over the edge ids when their inverse permutation is given, which the CPU backend
+caches per graph, else a gather by ``eid``), the kernel reads and writes them sequentially, and the
+gradient goes back to the edge ids by a second scatter. Elementwise weights ``w: (E, F)`` are the case
+``H = F``, ``D = 1`` (the op layer sends them to the composed kernels unless ``F = 1``: measured faster).
 
 ``u_div_e`` (``divide=True``) is the same pass with each weight's reciprocal ``1 / w`` (fp32) as the factor of
 ``x``'s gradient, and ``-dot / w**2 = -dot * (1 / w)**2`` as the weight's: one kernel instead of a gSpMM,
@@ -53,11 +55,12 @@ def _make_general_rows(DIV):
     """The general row loop (runtime ``H`` and ``D``); ``DIV``: ``u_div_e`` (see :func:`mul_sum_backward`)."""
 
     @njit(fastmath={"reassoc", "contract"})
-    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
+    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
         """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
-        (``w`` and ``gw`` are in slot order)."""
+        (``w`` and ``gw`` are indexed by ``eid[k]``, or by the slot ``k`` itself when ``eid`` is empty)."""
         F = H * D
         E_end = raw_get(indptr, indptr.size - 1)
+        use_eid = eid.size > 0
         zero = acc_zero(gx)
         one = to_acc(gx, 1.0)
         for r in range(r_begin, r_end):
@@ -69,12 +72,15 @@ def _make_general_rows(DIV):
                     vp = raw_get(indices, k + pf_dist) * F  # helper taking arrays costs NRT calls per edge)
                     for t in range(pf_lines):
                         prefetch(G, vp + t * pf_step)
+                    if use_eid:
+                        _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
                 gb = raw_get(indices, k) * F
+                eb = (raw_get(eid, k) if use_eid else k) * H
                 if D == 1:                          # elementwise weights: one vectorisable loop over F
                     for h in range(H):
                         g = to_acc(gx, load(G, gb + h))
-                        wv = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
-                        store(gw, k * H + h, _weight_grad(DIV, g * to_acc(gx, load(x, xb + h)), wv))
+                        wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
+                        store(gw, eb + h, _weight_grad(DIV, g * to_acc(gx, load(x, xb + h)), wv))
                         acc[h] += g * wv
                     continue
                 for h in range(H):
@@ -82,14 +88,22 @@ def _make_general_rows(DIV):
                     dot = zero
                     for d in range(D):              # [D] reduction; G's row is in L1 for the next loop
                         dot += to_acc(gx, load(G, gb + hb + d)) * to_acc(gx, load(x, xb + hb + d))
-                    wv = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
-                    store(gw, k * H + h, _weight_grad(DIV, dot, wv))
+                    wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
+                    store(gw, eb + h, _weight_grad(DIV, dot, wv))
                     for d in range(D):              # [D] axpy into the row's accumulator
                         acc[hb + d] += to_acc(gx, load(G, gb + hb + d)) * wv
             for j in range(F):
                 store(gx, xb + j, acc[j])
 
     return rows
+
+
+@njit(inline="always")
+def _prefetch_edge(w, gw, start):
+    """Prefetch an upcoming edge's weights and the place of their gradient (edge ids in slot order are a
+    permutation: these accesses are as random as the ``G`` rows')."""
+    prefetch(w, start)
+    prefetch(gw, start)                 # measured: without it the kernel ran 1.03-1.4x slower
 
 
 @njit(inline="always")
@@ -119,7 +133,7 @@ def _make_heads_rows(W, SEG, DIV):
     H = W // SEG
 
     @njit(fastmath={"reassoc", "contract"})
-    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, scratch, H_, D_, pf_dist, pf_lines, pf_step):
+    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H_, D_, pf_dist, pf_lines, pf_step):
         acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
         xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
         wv = stack_acc(gx, H)                       # [H] the edge's weights
@@ -127,6 +141,7 @@ def _make_heads_rows(W, SEG, DIV):
         zero = acc_zero(gx)
         one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
+        use_eid = eid.size > 0
         for r in range(r_begin, r_end):
             xb = r * W
             for j in range(W):
@@ -137,18 +152,21 @@ def _make_heads_rows(W, SEG, DIV):
                     vp = raw_get(indices, k + pf_dist) * W
                     for t in range(pf_lines):
                         prefetch(G, vp + t * pf_step)
+                    if use_eid:
+                        _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
                 gb = raw_get(indices, k) * W
+                eb = (raw_get(eid, k) if use_eid else k) * H
                 if H == 1:                          # (compile-time) the dot is a register reduction in the
-                    f = _factor(DIV, one, to_acc(gx, load(w, k)))   # loop; through prod[] measured 1.5-2.7x
+                    f = _factor(DIV, one, to_acc(gx, load(w, eb)))  # loop; through prod[] measured 1.5-2.7x
                     dot = zero                                      # slower at W = 64
                     for j in range(W):              # [W]: one G element feeds both products
                         g = to_acc(gx, load(G, gb + j))
                         acc[j] += g * f
                         dot += g * xr[j]
-                    store(gw, k, _weight_grad(DIV, dot, f))
+                    store(gw, eb, _weight_grad(DIV, dot, f))
                     continue
                 for h in range(H):
-                    wv[h] = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
+                    wv[h] = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
                 for j in range(W):                  # [W]: one G element feeds both products
                     g = to_acc(gx, load(G, gb + j))
                     acc[j] += g * wv[j // SEG]
@@ -157,11 +175,22 @@ def _make_heads_rows(W, SEG, DIV):
                     dot = zero
                     for d in range(SEG):
                         dot += prod[h * SEG + d]
-                    store(gw, k * H + h, _weight_grad(DIV, dot, wv[h]))
+                    store(gw, eb + h, _weight_grad(DIV, dot, wv[h]))
             for j in range(W):
                 store(gx, xb + j, acc[j])
 
     return rows
+
+
+def _slot_order(W, SEG):
+    """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` takes its weights in slot order (moved there
+    and back by :func:`_permute`) rather than reading and writing them at each slot's edge id with a software
+    prefetch: only the register kernel of several heads. Measured in place over slot order
+    (``benchmarks/edge_order.py``, 2 threads, AMD EPYC): on 10M edges ``H = 1`` with D = 64/128 0.84-0.99x,
+    general heads (4, 16) 0.83-0.86x, (8, 16) 0.90-1.07x; on 2M edges 0.71-1.07x. The register kernel of
+    8 heads of 8 was bimodal on 10M edges in fp32, 0.80-1.33x over ten runs (five of them 1.16-1.33x), so it
+    keeps the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M edges)."""
+    return W > 0 and SEG < W
 
 
 #: edges per chunk of the column-blocked kernel (:func:`_make_wide_rows`): the chunk's per-head dot partials
@@ -180,7 +209,7 @@ def _make_wide_rows(CB, DIV):
     whole row's, of the shared row signature) is unused: a pass prefetches one block."""
 
     @njit(fastmath={"reassoc", "contract"})
-    def rows(r_begin, r_end, indptr, indices, G, x, w, gx, gw, scratch, H, D, pf_dist, pf_lines, pf_step):
+    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H, D, pf_dist, pf_lines, pf_step):
         F = H * D
         accb = stack_acc(gx, CB)                    # [CB] one block of gx[r]
         xr = stack_acc(gx, CB)                      # [CB] the block of x[r] in the accumulator type
@@ -188,6 +217,7 @@ def _make_wide_rows(CB, DIV):
         one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
         n_lines = (CB + pf_step - 1) // pf_step
+        use_eid = eid.size > 0
         for r in range(r_begin, r_end):
             xb = r * F
             k0 = raw_get(indptr, r)
@@ -216,8 +246,11 @@ def _make_wide_rows(CB, DIV):
                                 vp = raw_get(indices, kt) * F + ct
                                 for t in range(n_lines):
                                     prefetch(G, vp + t * pf_step)
+                            if use_eid and col == 0 and k + pf_dist < E_end:   # the first pass brings the
+                                _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)  # edge's weights in
                         gb = raw_get(indices, k) * F + col
-                        wv = _factor(DIV, one, to_acc(gx, load(w, k * H + h)))
+                        eb = (raw_get(eid, k) if use_eid else k) * H
+                        wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
                         dot = zero
                         for j in range(CB):             # [CB]: one G element feeds both products
                             g = to_acc(gx, load(G, gb + j))
@@ -231,11 +264,12 @@ def _make_wide_rows(CB, DIV):
                     for j in range(CB):
                         scratch[col + j] = accb[j]
                 for k in range(kc, ke):
+                    eb = (raw_get(eid, k) if use_eid else k) * H
                     for hh in range(H):
                         dot = scratch[F + (k - kc) * H + hh]
                         if DIV:                     # only the quotient's gradient reads the weight again
-                            dot = _weight_grad(DIV, dot, _factor(DIV, one, to_acc(gx, load(w, k * H + hh))))
-                        store(gw, k * H + hh, dot)
+                            dot = _weight_grad(DIV, dot, _factor(DIV, one, to_acc(gx, load(w, eb + hh))))
+                        store(gw, eb + hh, dot)
             for j in range(F):
                 store(gx, xb + j, scratch[j])
 
@@ -287,9 +321,9 @@ def _kernel(W, SEG=0, CB=0, DIV=False):
     wide = CB > 0
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, bounds, indptr, indices, G, x, w, gx, gw, H, D, pf_dist, pf_lines, pf_step):
+    def kernel(counter, bounds, indptr, indices, eid, G, x, w, gx, gw, H, D, pf_dist, pf_lines, pf_step):
         _ = source_hash
-        indptr, indices = borrow(indptr), borrow(indices)
+        indptr, indices, eid = borrow(indptr), borrow(indices), borrow(eid)
         G, x, w, gx, gw = borrow(G), borrow(x), borrow(w), borrow(gx), borrow(gw)
         # one scratch per thread, not per row: the general loop's row accumulator; the wide kernel's row
         # accumulator and a chunk's dots
@@ -297,7 +331,7 @@ def _kernel(W, SEG=0, CB=0, DIV=False):
         nchunks = bounds.size - 1
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
-            block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, G, x, w, gx, gw, acc, H, D,
+            block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, eid, G, x, w, gx, gw, acc, H, D,
                        pf_dist, pf_lines, pf_step)
             c = atomic_fetch_add(counter, 0, 1)
 
@@ -369,9 +403,10 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, eid_inverse
         type (one extra rounding there, none in the output format). A zero weight gives inf/nan as torch's
         division does.
     eid_inverse : Tensor, int64, ``(E,)``, optional
-        The slot of each edge id (``eid_inverse[eid[k]] == k``). When given, ``w`` is moved into slot order
-        by a scatter over the edge ids (sequential reads, random writes) instead of a gather by ``eid``
-        (random reads): measured 2-3x faster on 2M edges. Trusted, like the structure.
+        The slot of each edge id (``eid_inverse[eid[k]] == k``). Used only where ``w`` is moved into slot
+        order (:func:`_slot_order`): then by a scatter over the edge ids (sequential reads, random writes)
+        instead of a gather by ``eid`` (random reads), measured 2-3x faster on 2M edges. Trusted, like the
+        structure.
     prefetch_distance : int, optional
         Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
 
@@ -411,28 +446,31 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, eid_inverse
     gx = empty_out(x.shape, x.dtype)
     if N_src == 0 or H * D == 0 or E == 0:
         return gx.zero_(), torch.zeros(w.shape, dtype=w.dtype)
-    if eid is None:
-        w_slot = w.contiguous()                                                  # (E, H) in slot order
+    W, SEG, CB = _kernel_key(H, D)
+    permuted = eid is not None and _slot_order(W, SEG)
+    if not permuted:                    # w and its gradient in edge order, reached through eid (None: identity)
+        w_k, eid_k = w.contiguous(), eid
     elif eid_inverse is not None:
         check_index("eid_inverse", eid_inverse)
         if eid_inverse.numel() != E:
             raise ValueError(f"expected eid_inverse of {E} elements, got {eid_inverse.numel()}")
-        w_slot = _permute(w, eid_inverse, gather=False)     # w_slot[eid_inverse[e]] = w[e]: random writes
+        w_k, eid_k = _permute(w, eid_inverse, gather=False), None   # w_k[eid_inverse[e]] = w[e]: random writes
     else:
-        w_slot = _permute(w, eid, gather=True)              # w_slot[k] = w[eid[k]]: random reads
-    gw_slot = empty_out(w.shape, w.dtype)
+        w_k, eid_k = _permute(w, eid, gather=True), None            # w_k[k] = w[eid[k]]: random reads
+    gw_k = empty_out(w.shape, w.dtype)
     G_np = kernel_view(G.contiguous())
     indptr_np = index_view(indptr.contiguous())
     nthreads = num_threads(E * H * D)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, H * D // 16))
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     pf_lines = (H * D * G_np.itemsize + 63) // 64
-    run_parallel(_kernel(*_kernel_key(H, D), DIV=bool(divide)), nthreads, bounds, indptr_np,
-                 index_view(indices.contiguous()), G_np, kernel_view(x.contiguous()), kernel_view(w_slot),
-                 kernel_view(gx), kernel_view(gw_slot), H, D, pf, pf_lines, 64 // G_np.itemsize)
-    if eid is None:
-        return gx, gw_slot
-    # w_slot is this call's own copy and no longer needed: it receives grad_w in edge order, so the
+    run_parallel(_kernel(W, SEG, CB, DIV=bool(divide)), nthreads, bounds, indptr_np,
+                 index_view(indices.contiguous()), index_view(None if eid_k is None else eid_k.contiguous()), G_np,
+                 kernel_view(x.contiguous()), kernel_view(w_k), kernel_view(gx), kernel_view(gw_k), H, D, pf,
+                 pf_lines, 64 // G_np.itemsize)
+    if not permuted:
+        return gx, gw_k
+    # w_k is this call's own slot-order copy and no longer needed: it receives grad_w in edge order, so the
     # backward holds two (E, H) buffers at its peak, not three
-    return gx, _permute(gw_slot, eid, gather=False, out=w_slot)
+    return gx, _permute(gw_k, eid, gather=False, out=w_k)
 
