@@ -104,6 +104,26 @@ def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
     assert_close(grad_w, ew, dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("H, D", [(2, 32), (4, 32), (2, 64)])
+@pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_wide_head_rows_match_float64_formula(dtype, H, D, case, op, idtype):
+    # heads of 32 or 64 columns on 64/128 features: the register kernel with each head's dot in its loop
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+
+    W, SEG, CB = spmm_backward._kernel_key(H, D)
+    assert (W, SEG, CB) == (H * D, D, 0) and SEG >= spmm_backward.WIDE_HEAD
+    index = _index(case, idtype)
+    G, x, w = _operands(index, H, D, dtype, seed=H + D, op=op)
+    with use_backend("cpu", strict=True):
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
+    ex, ew = _expected(index, G, x, w, op)
+    assert_close(grad_x, ex, dtype)
+    assert_close(grad_w, ew, dtype)
+
+
 def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
     # one weight per edge is the register kernel's single-head case; narrow heads its multi-head case; the
     # rest the column blocks or the general loop. A key whose head width does not divide the row is refused
@@ -114,7 +134,11 @@ def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
     assert spmm_backward._kernel_key(1, 128) == (128, 128, 0)
     assert spmm_backward._kernel_key(8, 8) == (64, 8, 0)
     assert spmm_backward._kernel_key(16, 8) == (128, 8, 0)
-    assert spmm_backward._kernel_key(2, 32) == (0, 0, 0)          # heads of 32: the general loop
+    assert spmm_backward._kernel_key(2, 32) == (64, 32, 0)        # wide heads: dots in the loop
+    assert spmm_backward._kernel_key(2, 64) == (128, 64, 0)
+    assert spmm_backward._kernel_key(4, 32) == (128, 32, 0)
+    assert spmm_backward._kernel_key(8, 16) == (0, 0, 0)          # heads of 16: the general loop
+    assert spmm_backward._kernel_key(4, 16) == (0, 0, 0)
     assert spmm_backward._kernel_key(1, 256) == (0, 0, 128)
     assert spmm_backward._kernel_key(1, 96) == (0, 0, 0)
     with pytest.raises(ValueError, match="SEG dividing W"):
@@ -196,7 +220,7 @@ def test_weights_moved_by_inverse_scatter_or_gather_agree():
         mul_sum_backward(*args, eid_inverse=_inverse(eid)[:-1])
 
 
-@pytest.mark.parametrize("H, D", [(1, 64), (8, 8), (3, 4), (1, 256), (4, 1)])
+@pytest.mark.parametrize("H, D", [(1, 64), (8, 8), (4, 32), (3, 4), (1, 256), (4, 1)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_weights_in_edge_order_or_slot_order_agree(monkeypatch, H, D, dtype, op):

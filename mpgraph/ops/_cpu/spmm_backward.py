@@ -17,7 +17,7 @@ and the row's fp32 accumulator stay in cache, each ``G[v]`` row is gathered once
 ahead) and used for both products. Edge ids in that order are scattered (the forward graph is sorted by
 destination), so each edge's weights and their gradient are a random access as costly as the row gather
 unless it is hidden: the kernel reads ``w[eid[k]]`` and writes ``grad_w[eid[k]]`` in place, prefetching
-both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. The register kernel of several heads
+both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. The register kernel of narrow heads
 is the exception (:func:`_slot_order`): there the weights are first moved into slot order by a parallel
 copy loop (a scatter over the edge ids when their inverse permutation is given, which the CPU backend
 caches per graph, else a gather by ``eid``), the kernel reads and writes them sequentially, and the
@@ -125,19 +125,21 @@ def _make_heads_rows(W, SEG, DIV):
     """Rows of exactly ``W`` features in ``H = W // SEG`` heads of ``SEG``, one weight per edge and head (GAT's
     ``(E, H, 1)``; ``SEG = W`` is one scalar per edge), both compile-time constants. The row's accumulator and
     its widened ``x`` row are stack arrays that LLVM keeps in vector registers (as in the forward's blocked
-    passes). One head: each edge's dot is a register reduction in the same loop. Several heads: the edge's
-    ``H`` weights and its products are stack arrays indexed by ``j // SEG``, a constant per column once the
-    loops unroll, and each head's dot a reduction of its ``SEG`` products; the general rows' runtime ``H``
-    and ``D`` loops run short scalar loops for narrow heads (:data:`HEAD_SEGS`). ``scratch``, ``H_`` and
-    ``D_`` are the shared row signature's, unused here."""
+    passes). Heads of :data:`WIDE_HEAD` columns or more (one head: ``SEG = W``): each head's dot is a
+    register reduction in the same loop as its accumulation. Narrow heads: the edge's ``H`` weights and its
+    products are stack arrays indexed by ``j // SEG``, a constant per column once the loops unroll, and each
+    head's dot a reduction of its ``SEG`` products; the general rows' runtime ``H`` and ``D`` loops run
+    short scalar loops for them (:data:`HEAD_SEGS`). ``scratch``, ``H_`` and ``D_`` are the shared row
+    signature's, unused here."""
     H = W // SEG
+    NARROW_H, NARROW_W = (H, W) if SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
 
     @njit(fastmath={"reassoc", "contract"})
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H_, D_, pf_dist, pf_lines, pf_step):
         acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
         xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
-        wv = stack_acc(gx, H)                       # [H] the edge's weights
-        prod = stack_acc(gx, W)                     # [W] G * x of the edge, summed per head
+        wv = stack_acc(gx, NARROW_H)                # [H] the edge's weights (narrow heads only)
+        prod = stack_acc(gx, NARROW_W)              # [W] G * x of the edge, summed per head (narrow heads only)
         zero = acc_zero(gx)
         one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
@@ -156,14 +158,16 @@ def _make_heads_rows(W, SEG, DIV):
                         _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
                 gb = raw_get(indices, k) * W
                 eb = (raw_get(eid, k) if use_eid else k) * H
-                if H == 1:                          # (compile-time) the dot is a register reduction in the
-                    f = _factor(DIV, one, to_acc(gx, load(w, eb)))  # loop; through prod[] measured 1.5-2.7x
-                    dot = zero                                      # slower at W = 64
-                    for j in range(W):              # [W]: one G element feeds both products
-                        g = to_acc(gx, load(G, gb + j))
-                        acc[j] += g * f
-                        dot += g * xr[j]
-                    store(gw, eb, _weight_grad(DIV, dot, f))
+                if SEG >= WIDE_HEAD:                # (compile-time) each head's dot is a register reduction in
+                    for h in range(H):              # the loop; through prod[] measured 1.5-2.7x slower at
+                        f = _factor(DIV, one, to_acc(gx, load(w, eb + h)))  # H = 1, W = 64
+                        dot = zero
+                        for d in range(SEG):        # [SEG]: one G element feeds both products
+                            j = h * SEG + d
+                            g = to_acc(gx, load(G, gb + j))
+                            acc[j] += g * f
+                            dot += g * xr[j]
+                        store(gw, eb + h, _weight_grad(DIV, dot, f))
                     continue
                 for h in range(H):
                     wv[h] = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
@@ -185,12 +189,13 @@ def _make_heads_rows(W, SEG, DIV):
 def _slot_order(W, SEG):
     """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` takes its weights in slot order (moved there
     and back by :func:`_permute`) rather than reading and writing them at each slot's edge id with a software
-    prefetch: only the register kernel of several heads. Measured in place over slot order
-    (``benchmarks/edge_order.py``, 2 threads, AMD EPYC): on 10M edges ``H = 1`` with D = 64/128 0.84-0.99x,
-    general heads (4, 16) 0.83-0.86x, (8, 16) 0.90-1.07x; on 2M edges 0.71-1.07x. The register kernel of
-    8 heads of 8 was bimodal on 10M edges in fp32, 0.80-1.33x over ten runs (five of them 1.16-1.33x), so it
-    keeps the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M edges)."""
-    return W > 0 and SEG < W
+    prefetch: only the register kernel of narrow heads (its products path, ``SEG <`` :data:`WIDE_HEAD`).
+    Measured in place over slot order (``benchmarks/edge_order.py``, 2 threads, AMD EPYC): on 10M edges
+    ``H = 1`` with D = 64/128 0.84-0.99x, general heads (4, 16) 0.83-0.86x, (8, 16) 0.90-1.07x; on 2M edges
+    0.71-1.07x; wide heads on both, (2, 64) 0.71-0.88x, (4, 32) 0.71-0.85x, (2, 32) 0.81-0.85x (2M only). The
+    register kernel of 8 heads of 8 was bimodal on 10M edges in fp32, 0.80-1.33x over ten runs (five of them
+    1.16-1.33x), so it keeps the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M edges)."""
+    return W > 0 and SEG < WIDE_HEAD
 
 
 #: edges per chunk of the column-blocked kernel (:func:`_make_wide_rows`): the chunk's per-head dot partials
@@ -276,13 +281,20 @@ def _make_wide_rows(CB, DIV):
     return rows
 
 
+#: head width from which the register kernel reduces each head's dot in its loop (narrower heads go through
+#: a products array)
+WIDE_HEAD = 32
+
 #: row widths with a register-resident kernel (``H = 1``, or heads of :data:`HEAD_SEGS` columns); other shapes
 #: take the column-blocked kernel when a :data:`WIDE_BLOCKS` width divides ``D``, else the general row loop
 BLOCK_WIDTHS = (64, 128)
-#: head widths ``D`` with a register-resident kernel for ``H = W // D`` heads. Wider heads stay on the general
-#: row loop, whose per-head loops vectorise from D = 16 on (2M edges, 2 threads: (8, 8) fp32 38 ms against
-#: 62 ms general, (16, 8) 94 against 118; (4, 16) and (2, 32) even, bf16 (8, 16) 100 against 75)
-HEAD_SEGS = (2, 4, 8)
+#: head widths ``D`` with a register-resident kernel for ``H = W // D`` heads: narrow ones through a products
+#: array, from :data:`WIDE_HEAD` on with each head's dot in the loop. Heads of 16 stay on the general row
+#: loop, whose per-head loops vectorise from D = 16 on: the in-loop dots took 1.3-1.55x its time there, the
+#: products array was even. Measured register kernel over general loop (2 threads, fp32 / bf16): narrow,
+#: 2M edges, (8, 8) fp32 38 against 62 ms; wide, 10M edges, (2, 64) 0.51 / 0.81x, (4, 32) 0.70 / 0.78x,
+#: (2, 32) 0.67 / 0.70x, and on 2M edges 0.64-0.84x
+HEAD_SEGS = (2, 4, 8, 32, 64)
 
 
 #: column-block widths of the wide kernel (:func:`_make_wide_rows`), tried in order: the first dividing ``D``
