@@ -103,7 +103,7 @@ def _prefetch_edge(w, gw, start):
     """Prefetch an upcoming edge's weights and the place of their gradient (edge ids in slot order are a
     permutation: these accesses are as random as the ``G`` rows')."""
     prefetch(w, start)
-    prefetch(gw, start)                 # measured: without it the kernel ran 1.03-1.4x slower
+    prefetch(gw, start)     # measured: without it the in-place route took 1.03-1.39x the slot-order route's time
 
 
 @njit(inline="always")
