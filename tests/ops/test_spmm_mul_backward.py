@@ -53,6 +53,16 @@ def _operands(index, H, D, dtype, seed=0, op="mul"):
     return G, x, w.to(dtype)
 
 
+def _check_cpu_kernel(index, H, D, dtype, seed, op):
+    """The ``cpu`` backend's fused backward on ``H`` heads of ``D`` against the float64 formula."""
+    G, x, w = _operands(index, H, D, dtype, seed=seed, op=op)
+    with use_backend("cpu", strict=True):
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
+    ex, ew = _expected(index, G, x, w, op)
+    assert_close(grad_x, ex, dtype)
+    assert_close(grad_w, ew, dtype)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("case", ["zero_in_degree", "multi_edge", "bipartite", "power_law"])
@@ -82,12 +92,7 @@ def test_kernel_matches_float64_formula(backend, dtype, case, H, D, op, idtype):
 def test_register_resident_rows_match_float64_formula(dtype, D, case, op, idtype):
     # one weight per edge and 64 or 128 features: the Numba kernel's register-resident row variant
     index = _index(case, idtype)
-    G, x, w = _operands(index, 1, D, dtype, seed=D, op=op)
-    with use_backend("cpu", strict=True):
-        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, 1, op)
-    ex, ew = _expected(index, G, x, w, op)
-    assert_close(grad_x, ex, dtype)
-    assert_close(grad_w, ew, dtype)
+    _check_cpu_kernel(index, 1, D, dtype, D, op)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
@@ -96,12 +101,7 @@ def test_register_resident_rows_match_float64_formula(dtype, D, case, op, idtype
 def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
     # GAT's heads narrower than 16 columns on 64/128 features: the kernel's row variant with D compiled in
     index = _index("power_law", idtype)
-    G, x, w = _operands(index, H, D, dtype, seed=H, op=op)
-    with use_backend("cpu", strict=True):
-        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
-    ex, ew = _expected(index, G, x, w, op)
-    assert_close(grad_x, ex, dtype)
-    assert_close(grad_w, ew, dtype)
+    _check_cpu_kernel(index, H, D, dtype, H, op)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -116,12 +116,7 @@ def test_wide_head_rows_match_float64_formula(dtype, H, D, case, op, idtype):
     W, SEG, CB = spmm_backward._kernel_key(H, D)
     assert (W, SEG, CB) == (H * D, D, 0) and SEG >= spmm_backward.WIDE_HEAD
     index = _index(case, idtype)
-    G, x, w = _operands(index, H, D, dtype, seed=H + D, op=op)
-    with use_backend("cpu", strict=True):
-        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
-    ex, ew = _expected(index, G, x, w, op)
-    assert_close(grad_x, ex, dtype)
-    assert_close(grad_w, ew, dtype)
+    _check_cpu_kernel(index, H, D, dtype, H + D, op)
 
 
 def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
@@ -167,12 +162,7 @@ def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, op, idtype
     assert spmm_backward._kernel_key(H, D)[2] in spmm_backward.WIDE_BLOCKS
     assert spmm_backward.WIDE_CHUNK < 700
     index = _fanout_index(idtype) if case == "fanout" else _index(case, idtype)
-    G, x, w = _operands(index, H, D, dtype, seed=D + H, op=op)
-    with use_backend("cpu", strict=True):
-        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op)
-    ex, ew = _expected(index, G, x, w, op)
-    assert_close(grad_x, ex, dtype)
-    assert_close(grad_w, ew, dtype)
+    _check_cpu_kernel(index, H, D, dtype, D + H, op)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
