@@ -417,6 +417,36 @@ def test_sddmm_elementwise(dtype):
                     run_sddmm(case, op, lshape, rshape if op != "copy_lhs" else lshape, lt, rt, dtype)
 
 
+def _same_bits(a, b):
+    """Equal bit for bit, or NaN in both (a NaN's payload may be quieted)."""
+    ints = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return bool(((a.view(ints) == b.view(ints)) | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=["f16", "bf16", "f32"])
+def test_sddmm_copies_store_elements_exactly(dtype):
+    """copy_lhs / copy_rhs write each element as it is (16-bit elements skip the rounding of a computed
+    value, ``_core.store_copied``): bit for bit the gathered rows, with -0, infinities, NaN, subnormals and
+    the format's extremes; into another dtype they are converted as torch converts."""
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)
+    info = torch.finfo(dtype)
+    special = torch.tensor([-0.0, float("inf"), -float("inf"), float("nan"), info.tiny / 4, -info.tiny, info.max,
+                            -info.max, info.eps, 1.0 + info.eps])
+    x = torch.cat([special, torch.randn(n_src * 12 - special.numel(), generator=torch.Generator().manual_seed(3))])
+    x = x.to(dtype).reshape(n_src, 12)
+    y = torch.roll(x.reshape(-1), 5).reshape(n_src, 12)[:n_dst]
+    E = src.numel()
+    lhs_out = K.gsddmm("copy_lhs", indptr, indices, eid, x, None, "u", "v")
+    rhs_out = K.gsddmm("copy_rhs", indptr, indices, eid, None, y, "u", "v")
+    assert lhs_out.dtype == rhs_out.dtype == dtype and lhs_out.shape == (E, 12)
+    assert _same_bits(lhs_out, x[src]) and _same_bits(rhs_out, y[dst])
+    other = F32 if dtype != F32 else BF16       # a conversion: rounded (or widened) as torch does
+    assert _same_bits(K.gsddmm("copy_lhs", indptr, indices, eid, x, None, "u", "v", out_dtype=other),
+                      x[src].to(other))
+    assert _same_bits(K.gsddmm("copy_rhs", indptr, indices, eid, None, y, "u", "v", out_dtype=other),
+                      y[dst].to(other))
+
+
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
 def test_division_by_zero_gives_inf_and_nan_as_torch(dtype):
     """x / 0 in the kernels is what torch gives (inf, -inf, nan for 0 / 0), not an exception raised from

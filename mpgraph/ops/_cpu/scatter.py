@@ -35,9 +35,9 @@ from numba import njit, types
 from numba.extending import overload
 
 from ...precision import accum_dtype
-from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds,
+from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of,
                     empty_out, index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set,
-                    run_parallel, select, stack_acc, store, to_acc)
+                    run_parallel, select, stack_acc, store, store_copied, to_acc)
 from ._layout import check_float, check_index, check_out_dtype
 
 __all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH", "EDGE_OPS"]
@@ -520,14 +520,14 @@ def _edge_kernel(factor, negate=False):
                 k0 = raw_get(indptr, v)
                 b = v * F
                 for k in range(k0, raw_get(indptr, v + 1)):
-                    e = raw_get(eid, k) if use_eid else k
+                    e = edge_of(eid, use_eid, k)
                     me = _as_slot(win, k - k0)
                     if factor != 0 and pf > 0 and k + pf < E_end:
                         up = raw_get(src, k + pf) * F   # the source row pf edges ahead (a random gather)
                         for t in range(0, F, x_line):
                             prefetch(lhs, up + t)
                         if factor == 2:             # and that edge's H divisors (edge ids in any order)
-                            rp = (raw_get(eid, k + pf) if use_eid else k + pf) * H
+                            rp = edge_of(eid, use_eid, k + pf) * H
                             for t in range(0, H, r_line):
                                 prefetch(rhs, rp + t)
                     if H != F:                      # block broadcast: each of the H values sums B columns
@@ -553,7 +553,7 @@ def _edge_kernel(factor, negate=False):
                             g = to_acc(ge, load(G, b + j))
                             if negate:              # a closure constant: compiled out of 'copy'
                                 g = -g
-                            store(ge, e * F + j, select(raw_get(win, b + j) == me, g, zero))
+                            store_copied(ge, e * F + j, select(raw_get(win, b + j) == me, g, zero), G)
                         continue
                     ub = raw_get(src, k) * F
                     for j in range(F):              # [F] G * x (mul) or -G * x / r^2 (div) where it won

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, chunk_bounds, empty_out, index_view,
-                    kernel_view, load, num_threads, prefetch, raw_get, run_parallel, store)
+from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out, index_view,
+                    kernel_view, load, num_threads, prefetch, raw_get, run_parallel, store, store_copied)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       leading_offsets, needs_fp64_pass)
 from ._ops import SDDMM_OPS, binop, divides_square, is_dot, uses_lhs, uses_rhs
@@ -54,7 +54,7 @@ def _sddmm_chunk(op, post, c, bounds, indptr, indices, eid, lhs, rhs, divisor, o
                     for t in range(pf_rhs):
                         prefetch(rhs, sp * Fr + t * pf_step_r)
             s = raw_get(indices, k)
-            ek = raw_get(eid, k) if use_eid else k
+            ek = edge_of(eid, use_eid, k)
             lb = _pick(lhs_target, s, ek, r) * Fl
             rb = _pick(rhs_target, s, ek, r) * Fr
             ob = ek * F
@@ -66,6 +66,12 @@ def _sddmm_chunk(op, post, c, bounds, indptr, indices, eid, lhs, rhs, divisor, o
                     for d in range(D):
                         acc += load(lhs, la + d) * load(rhs, ra + d)
                     store(out, ob + h, acc)
+            elif layout == SAME and not uses_lhs(op):     # copy_rhs: elements stored as they are
+                for j in range(F):
+                    store_copied(out, ob + j, load(rhs, rb + j), rhs)
+            elif layout == SAME and not uses_rhs(op):     # copy_lhs
+                for j in range(F):
+                    store_copied(out, ob + j, load(lhs, lb + j), lhs)
             elif layout == SAME:
                 for j in range(F):
                     a = load(lhs, lb + j) if uses_lhs(op) else zero

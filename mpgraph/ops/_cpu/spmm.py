@@ -31,9 +31,9 @@ import torch
 from numba import njit, types
 from numba.extending import overload
 
-from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, empty_out, index_view,
-                    kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set, run_parallel, select,
-                    stack_acc, stack_i32, store, to_acc)
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out,
+                    index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set, run_parallel,
+                    select, stack_acc, stack_i32, store, to_acc)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       needs_fp64_pass)
 from ._ops import (REDUCES, SPMM_OPS, better, binop, is_arg_literal, is_arg_reduce, is_mean, literal_value,
@@ -177,7 +177,7 @@ def _make_value_pass(W):
                 _prefetch_rhs(rhs, raw_get(eid, min(k + pf_dist, k_last)) * Fr + (rhs_col if scalar_rhs else col),
                               1 if scalar_rhs else n)
             lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
-            ek = raw_get(eid, k) if use_eid else k
+            ek = edge_of(eid, use_eid, k)
             if uses_lhs(op) and uses_rhs(op) and scalar_rhs:  # [W] op scalar
                 b = to_acc(out, load(rhs, ek * Fr + rhs_col))
                 for j in range(n):
@@ -221,7 +221,7 @@ def _rhs_winner(arg_r, eid, use_eid, kb, slot):
 def _rhs_winner_impl(arg_r, eid, use_eid, kb, slot):
     if arg_r.dtype.bitwidth <= 16:
         return lambda arg_r, eid, use_eid, kb, slot: slot
-    return lambda arg_r, eid, use_eid, kb, slot: (raw_get(eid, kb) if use_eid else kb) if slot >= 0 else -1
+    return lambda arg_r, eid, use_eid, kb, slot: edge_of(eid, use_eid, kb) if slot >= 0 else -1
 
 
 def _make_arg_pass(W):
@@ -253,7 +253,7 @@ def _make_arg_pass(W):
                 _prefetch_rhs(rhs, raw_get(eid, min(k + pf_dist, k_last)) * Fr + (rhs_col if scalar_rhs else col),
                               1 if scalar_rhs else n)
             lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
-            ek = raw_get(eid, k) if use_eid else k
+            ek = edge_of(eid, use_eid, k)
             slot = np.int32(k - k0)
             if uses_lhs(op) and uses_rhs(op) and scalar_rhs:
                 b = load(rhs, ek * Fr + rhs_col)
@@ -447,7 +447,7 @@ def _heads_pass(W, SEG, track):
                 if use_eid:
                     _prefetch_rhs(rhs, raw_get(eid, kp) * Fr + h0, NH)
             lb = raw_get(indices, k) * Fl + col
-            rb = (raw_get(eid, k) if use_eid else k) * Fr + h0
+            rb = edge_of(eid, use_eid, k) * Fr + h0
             slot = np.int32(k - k0)
             for i in range(NH):
                 bv[i] = to_acc(out, load(rhs, rb + i))
@@ -539,7 +539,7 @@ def _rows_lhs_block(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, 
         _start_row(reduce, acc, F, zero, arg_l, arg_r, o, track, track)
         for k in range(k0, k1):
             s = raw_get(indices, k)
-            ek = raw_get(eid, k) if use_eid else k
+            ek = edge_of(eid, use_eid, k)
             lb = s * Fl
             rb = ek * Fr
             for h in range(Fl):
@@ -565,7 +565,7 @@ def _rows_general(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, ou
         _start_row(reduce, acc, F, zero, arg_l, arg_r, o, track, track)
         for k in range(k0, k1):
             s = raw_get(indices, k)
-            ek = raw_get(eid, k) if use_eid else k
+            ek = edge_of(eid, use_eid, k)
             lb = s * Fl
             rb = ek * Fr
             for j in range(F):

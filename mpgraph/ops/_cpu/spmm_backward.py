@@ -39,9 +39,9 @@ import functools
 import torch
 from numba import njit
 
-from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, empty_out, index_view,
-                    kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc, store,
-                    to_acc)
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out,
+                    index_view, kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc,
+                    store, to_acc)
 from ._layout import check_float, check_index
 
 __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
@@ -75,7 +75,7 @@ def _make_general_rows(DIV):
                     if use_eid:
                         _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
                 gb = raw_get(indices, k) * F
-                eb = (raw_get(eid, k) if use_eid else k) * H
+                eb = edge_of(eid, use_eid, k) * H
                 if D == 1:                          # elementwise weights: one vectorisable loop over F
                     for h in range(H):
                         g = to_acc(gx, load(G, gb + h))
@@ -157,7 +157,7 @@ def _make_heads_rows(W, SEG, DIV):
                     if use_eid:
                         _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
                 gb = raw_get(indices, k) * W
-                eb = (raw_get(eid, k) if use_eid else k) * H
+                eb = edge_of(eid, use_eid, k) * H
                 if SEG >= WIDE_HEAD:                # (compile-time) each head's dot is a register reduction in
                     for h in range(H):              # the loop; through prod[] measured 1.5-2.7x slower at
                         f = _factor(DIV, one, to_acc(gx, load(w, eb + h)))  # H = 1, W = 64
@@ -254,7 +254,7 @@ def _make_wide_rows(CB, DIV):
                             if use_eid and col == 0 and k + pf_dist < E_end:   # the first pass brings the
                                 _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)  # edge's weights in
                         gb = raw_get(indices, k) * F + col
-                        eb = (raw_get(eid, k) if use_eid else k) * H
+                        eb = edge_of(eid, use_eid, k) * H
                         wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
                         dot = zero
                         for j in range(CB):             # [CB]: one G element feeds both products
@@ -269,7 +269,7 @@ def _make_wide_rows(CB, DIV):
                     for j in range(CB):
                         scratch[col + j] = accb[j]
                 for k in range(kc, ke):
-                    eb = (raw_get(eid, k) if use_eid else k) * H
+                    eb = edge_of(eid, use_eid, k) * H
                     for hh in range(H):
                         dot = scratch[F + (k - kc) * H + hh]
                         if DIV:                     # only the quotient's gradient reads the weight again
