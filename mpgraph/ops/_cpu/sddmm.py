@@ -66,16 +66,16 @@ def _sddmm_chunk(op, post, c, bounds, indptr, indices, eid, lhs, rhs, divisor, o
                     for d in range(D):
                         acc += load(lhs, la + d) * load(rhs, ra + d)
                     store(out, ob + h, acc)
-            elif layout == SAME and not uses_lhs(op):     # copy_rhs: elements stored as they are
+            elif not uses_lhs(op):     # copy_rhs (always SAME): elements stored as they are
                 for j in range(F):
                     store_copied(out, ob + j, load(rhs, rb + j), rhs)
-            elif layout == SAME and not uses_rhs(op):     # copy_lhs
+            elif not uses_rhs(op):     # copy_lhs
                 for j in range(F):
                     store_copied(out, ob + j, load(lhs, lb + j), lhs)
             elif layout == SAME:
                 for j in range(F):
-                    a = load(lhs, lb + j) if uses_lhs(op) else zero
-                    b = load(rhs, rb + j) if uses_rhs(op) else zero
+                    a = load(lhs, lb + j)
+                    b = load(rhs, rb + j)
                     if divides_square(post):   # d (l / r) / d r = -l / r^2, with l = x[u] * G[v] here
                         w = load(divisor, ob + j)
                         store(out, ob + j, binop("div", -binop(op, a, b), w * w))
