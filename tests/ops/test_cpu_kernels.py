@@ -939,6 +939,19 @@ def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in
         assert torch.equal(a, b) and a.dtype == dtype
     assert_close(got[0][0], node, dtype)
     assert_close(got[0][1], edge, dtype)
+    # the two-pass route of an elementwise product: the edge pass also picks grad * w (grad / w) at each
+    # element's winner; gathered as a copy, those terms give the node gradient bit for bit
+    edge2, picked = edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, rhs=w, picked=True)
+    assert torch.equal(edge2, got[0][1]) and picked.dtype == (F64 if dtype == F64 else F32)
+    deg = indptr_c[1:] - indptr_c[:-1]
+    has = (winners.long() >= 0) & (winners.long() < deg[:, None])     # no slot: 255 (uint8) or -1 (int16)
+    at = eid_c[(indptr_c[:-1, None] + winners.long()).clamp(0, E - 1)]
+    wv = w.double().gather(0, at)
+    plain = torch.where(has, grad.double() * wv if op == "mul" else grad.double() / wv, 0.0)
+    assert_close(picked, plain, F64 if dtype == F64 else F32)
+    assert torch.equal(gather_winners(indptr_r, dst_r, slot_of, picked, winners, out_dtype=dtype), got[0][0])
+    with pytest.raises(ValueError, match="for picked=True"):
+        edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, picked=True)
     with pytest.raises(ValueError, match="expected eid"):
         gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w[:-1])
     with pytest.raises(ValueError, match="expected src"):

@@ -190,14 +190,32 @@ def winners_product_backward_supports(index, grad, winners, op, lhs, rhs, lhs_dt
 
 
 def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
-    """Both gradients of a ``u_mul_e``/``u_div_e`` max/min with one value per edge in one pass over the
+    """Both gradients of a ``u_mul_e``/``u_div_e`` max/min from slot winners.
+
+    An elementwise edge operand (``rhs: (E, F)``) takes two passes: one over the destinations' in-edges
+    (:func:`.scatter.edge_winners` with ``picked``) writes the edge gradient and each output element's term
+    ``grad * rhs`` at its winner, reading ``rhs`` and writing its gradient in slot order; then
+    :func:`.scatter.gather_winners` sums those terms over each source's out-edges, a copy's gather. In one pass
+    over the sources (below) both ``E x F`` arrays would be read and written at random edge ids: measured
+    0.52-0.91x that pass's time (uniform graph, 2M edges, F in {4, 16, 64}, fp32 and bf16, mul and div), with
+    bitwise the same results (the same fp32 terms, summed in the same order).
+
+    A block broadcast (``rhs: (E, H)``, ``H < F``: one value per edge or GAT's heads) is one pass over the
     sources' out-edges (:func:`.scatter.gather_winners` with ``lhs``): the edge gradient comes from the
-    gradient and winner rows the node gradient loads anyway."""
-    from .scatter import gather_winners as kernel
+    gradient and winner rows the node gradient loads anyway, and its ``E x H`` arrays are narrow."""
+    from .scatter import edge_winners, gather_winners
 
     indptr, dst, eid = index.csr()
-    return kernel(indptr, dst, _csr_slots(index, winners.dtype), grad, winners, out_dtype=lhs_dtype, op=op,
-                  eid=eid, other=rhs, lhs=lhs, edge_dtype=rhs_dtype)
+    slots = _csr_slots(index, winners.dtype)
+    if rhs.shape[1] == grad.shape[1]:
+        indptr_c, src_c, eid_c = _csc(index)
+        grad_rhs, picked = edge_winners(indptr_c, eid_c, grad, winners, out_dtype=rhs_dtype, op=op, src=src_c,
+                                        lhs=lhs, rhs=rhs, picked=True)
+        if lhs_dtype == torch.float64:
+            picked = picked.to(torch.float64)
+        return gather_winners(indptr, dst, slots, picked, winners, out_dtype=lhs_dtype), grad_rhs
+    return gather_winners(indptr, dst, slots, grad, winners, out_dtype=lhs_dtype, op=op, eid=eid, other=rhs,
+                          lhs=lhs, edge_dtype=rhs_dtype)
 
 
 def edge_winners_supports(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):

@@ -501,17 +501,20 @@ EDGE_OPS = {"copy": (0, False), "neg": (0, True), "mul": (1, False), "div": (2, 
 
 
 @functools.cache
-def _edge_kernel(factor, negate=False):
+def _edge_kernel(factor, negate=False, PICK=False):
+    """``PICK`` (a product with ``H == F``): the pass also writes ``pk[v, j]``, ``G[v, j]`` times (divided by)
+    the winning edge's ``rhs[e, j]``, in ``pk``'s dtype (the terms :func:`gather_winners` sums for the node)."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
     # reassoc: the block broadcast's sum over B columns vectorises (the other paths have no reduction)
     @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-    def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf, H):
+    def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf, H, pk):
         _ = source_hash
         indptr, eid, G, win, ge = borrow(indptr), borrow(eid), borrow(G), borrow(win), borrow(ge)
-        src, lhs, rhs = borrow(src), borrow(lhs), borrow(rhs)
+        src, lhs, rhs, pk = borrow(src), borrow(lhs), borrow(rhs), borrow(pk)
         use_eid = eid.size > 0
         zero = acc_zero(ge)
+        pzero = acc_zero(pk)
         x_line, r_line = line_elems(lhs), line_elems(rhs)
         E_end = raw_get(indptr, indptr.size - 1)
         c = atomic_fetch_add(counter, 0, 1)
@@ -519,6 +522,9 @@ def _edge_kernel(factor, negate=False):
             for v in range(raw_get(bounds, c), raw_get(bounds, c + 1)):
                 k0 = raw_get(indptr, v)
                 b = v * F
+                if PICK:                            # the row's picked terms: 0 where no edge won
+                    for j in range(F):
+                        raw_set(pk, b + j, pzero)
                 for k in range(k0, raw_get(indptr, v + 1)):
                     e = edge_of(eid, use_eid, k)
                     me = _as_slot(win, k - k0)
@@ -526,7 +532,7 @@ def _edge_kernel(factor, negate=False):
                         up = raw_get(src, k + pf) * F   # the source row pf edges ahead (a random gather)
                         for t in range(0, F, x_line):
                             prefetch(lhs, up + t)
-                        if factor == 2:             # and that edge's H divisors (edge ids in any order)
+                        if factor == 2 or PICK:     # and that edge's H values of rhs (edge ids in any order)
                             rp = edge_of(eid, use_eid, k + pf) * H
                             for t in range(0, H, r_line):
                                 prefetch(rhs, rp + t)
@@ -557,18 +563,23 @@ def _edge_kernel(factor, negate=False):
                         continue
                     ub = raw_get(src, k) * F
                     for j in range(F):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
+                        won = raw_get(win, b + j) == me
                         m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
                         if factor == 2:
                             r = to_acc(ge, load(rhs, e * F + j))
                             m = -m / (r * r)
-                        store(ge, e * F + j, select(raw_get(win, b + j) == me, m, zero))
+                        store(ge, e * F + j, select(won, m, zero))
+                        if PICK:                    # G * r (G / r) where it won: the node gradient's term
+                            gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * F + j))
+                            t = gp * rv if factor == 1 else gp / rv
+                            raw_set(pk, b + j, raw_get(pk, b + j) + select(won, t, pzero))
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
 
 
 def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=None, lhs=None, rhs=None,
-                 prefetch_distance=None, cols=None):
+                 prefetch_distance=None, cols=None, picked=False):
     """The edge operand's gradient of max/min from slot winners: ``grad`` where the edge won, else 0.
 
     With ``op='mul'`` the value where the edge won is ``grad * lhs[src]`` (the gradient of ``u_mul_e``
@@ -607,11 +618,20 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         (one weight per edge: ``H = 1``): value ``h`` of an edge sums its terms over columns
         ``h * B .. h * B + B - 1`` (``B = F // H``), and ``'div'`` divides that sum by ``-rhs[e, h]^2``
         (``rhs``: ``(E, H)``).
+    picked : bool, default False
+        With ``'mul'``/``'div'``, ``rhs`` given and ``cols == F``: the same pass also returns, for each
+        destination row ``r`` and column ``f``, ``grad[r, f] * rhs[e, f]`` (``'div'``: ``/``) at the edge ``e``
+        that won there, 0 where none did, in float32 (float64 when any operand or the result is float64).
+        :func:`gather_winners` with ``op='copy'`` over these sums the node operand's gradient. This pass reads
+        the edge operand in slot order (sequential when the edge ids follow the destinations), where a
+        gradient gathered by source reads it at random edge ids.
 
     Returns
     -------
     Tensor ``(E, cols)``
         Every element is written once: no zero fill, no atomics, independent of the thread count.
+    (Tensor ``(E, F)``, Tensor ``(R, F)``) with ``picked``
+        The edge gradient and the picked terms.
 
     Raises
     ------
@@ -645,24 +665,34 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         if src.numel() != E or lhs.dim() != 2 or lhs.shape[1] != F:
             raise ValueError(f"expected src of {E} elements and lhs (N_src, {F}) with op {op!r}, got src "
                              f"{None if src is None else src.numel()}, lhs {tuple(lhs.shape)}")
-    if factor == 2:
+    if picked and (not factor or rhs is None or H != F):
+        raise ValueError(f"expected op 'mul' or 'div' with rhs ({E}, {F}) for picked=True, got op {op!r}, rhs "
+                         f"{None if rhs is None else tuple(rhs.shape)}, cols {H}")
+    if factor == 2 or picked:
         check_float("rhs", rhs, min_dim=2)
         if tuple(rhs.shape) != (E, H):
-            raise ValueError(f"expected rhs ({E}, {H}) with op 'div', got {tuple(rhs.shape)}")
+            raise ValueError(f"expected rhs ({E}, {H}) with op {op!r}, got {tuple(rhs.shape)}")
     out_dtype = out_dtype or grad.dtype
     # float64 arithmetic whenever float64 is involved; each value is rounded once
     work_dtype = torch.float64 if torch.float64 in (grad.dtype, out_dtype) else out_dtype
     ge = empty_out((E, H if F else 0), work_dtype)
+    pk = None
+    if picked:
+        wide = torch.float64 in (grad.dtype, out_dtype, lhs.dtype, rhs.dtype)
+        pk = empty_out((max(R, 0), F), torch.float64 if wide else torch.float32)
     if E == 0 or F == 0:
-        return ge.to(out_dtype)
+        ge = ge.to(out_dtype)
+        return (ge, pk.zero_()) if picked else ge
     indptr_np = index_view(indptr.contiguous())
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
-    run_parallel(_edge_kernel(factor, negate), nthreads, bounds, indptr_np,
+    run_parallel(_edge_kernel(factor, negate, picked), nthreads, bounds, indptr_np,
                  index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
                  index_view(src.contiguous() if factor else None),
                  kernel_view(lhs.contiguous() if factor else grad[:0]),
-                 kernel_view(rhs.contiguous() if factor == 2 else grad[:0]), pf, H)
-    return ge if work_dtype == out_dtype else ge.to(out_dtype)
+                 kernel_view(rhs.contiguous() if factor == 2 or picked else grad[:0]), pf, H,
+                 kernel_view(pk if picked else ge[:0]))
+    ge = ge if work_dtype == out_dtype else ge.to(out_dtype)
+    return (ge, pk) if picked else ge
