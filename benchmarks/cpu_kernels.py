@@ -94,6 +94,40 @@ def timed(fns, reps):
     return {k: 1e3 * float(np.median(v)) for k, v in times.items()}
 
 
+def with_grad(fn, inputs):
+    """``fn(*inputs)`` run forward and backward: a closure re-creating leaf inputs with requires_grad each call
+    and running the backward from an upstream gradient of ones made at its first call (the warm-up, untimed),
+    as a training step receives it from the next layer. ``run.seed`` holds that gradient; non-float inputs
+    (index tensors) are passed as they are."""
+    def run():
+        leaves = [x.detach().requires_grad_(True) if x.is_floating_point() else x for x in inputs]
+        out = fn(*leaves)
+        if run.seed is None:
+            run.seed = torch.ones_like(out)
+        out.backward(run.seed)
+    run.seed = None
+    return run
+
+
+def remake_seed(run):
+    """A timed stand-in for making ``run``'s upstream gradient (``seed_ms``): what the benchmarks up to the
+    eighteenth session paid inside every forward+backward."""
+    return lambda: torch.ones_like(run.seed)
+
+
+def check_seed(run, what):
+    """Stop the benchmark if the backward wrote into the upstream gradient it was given."""
+    if not bool((run.seed == 1).all()):
+        raise SystemExit(f"{what}: the backward modified the upstream gradient it was given")
+
+
+def seed_fields(fwd_ms, fwdbwd_ms, seed_ms):
+    """The JSON fields of one forward+backward: ``seed_ms``, ``fwdbwd_over_fwd`` (the seed made once) and
+    ``fwdbwd_with_seed_over_fwd`` (the older definition: the seed made inside each call)."""
+    return {"seed_ms": round(seed_ms, 3), "fwdbwd_over_fwd": round(fwdbwd_ms / fwd_ms, 3),
+            "fwdbwd_with_seed_over_fwd": round((fwdbwd_ms + seed_ms) / fwd_ms, 3)}
+
+
 def group(g, op, D, dtypes, args):
     """``(ours: {dtype: fn}, baselines: {name: fn})`` for one op."""
     src, dst, indptr, N, E = g["src"], g["dst"], g["indptr"], g["N"], g["E"]

@@ -47,7 +47,8 @@ import mpgraph  # noqa: E402
 from mpgraph import ops  # noqa: E402
 from mpgraph.ops._dispatch import record_backends, use_backend  # noqa: E402
 
-from cpu_kernels import make_graph, timed  # noqa: E402  (round-robin median timing)
+from cpu_kernels import (check_seed, make_graph, remake_seed, seed_fields, timed,  # noqa: E402
+                         with_grad)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "u_mul_e_sum", "u_dot_v", "edge_softmax", "u_add_e_max",
@@ -62,20 +63,6 @@ except Exception:  # noqa: BLE001 - any import failure means "PyG not installed 
     pyg_utils = None
 
 
-def _with_grad(fn, inputs):
-    """``fn`` run forward and backward: a closure re-creating leaf inputs with requires_grad each call and
-    running the backward from an upstream gradient of ones made at its first call (the warm-up, untimed),
-    as a training step receives it from the next layer. ``run.seed`` holds that gradient."""
-    def run():
-        leaves = [x.detach().requires_grad_(True) if x.is_floating_point() else x for x in inputs]
-        out = fn(*leaves)
-        if run.seed is None:
-            run.seed = torch.ones_like(out)
-        out.backward(run.seed)
-    run.seed = None
-    return run
-
-
 def _fast_and_reference(mp, gi, inputs, big):
     """The public op ``mp`` on ``inputs``, normally selected and (unless ``big``) forced onto the reference."""
     def fast(*a):
@@ -85,9 +72,9 @@ def _fast_and_reference(mp, gi, inputs, big):
         with use_backend("reference"):
             return mp(gi, *a)
 
-    out = {"fast": (lambda: fast(*inputs), _with_grad(fast, inputs))}
+    out = {"fast": (lambda: fast(*inputs), with_grad(fast, inputs))}
     if not big:
-        out["reference"] = (lambda: ref(*inputs), _with_grad(ref, inputs))
+        out["reference"] = (lambda: ref(*inputs), with_grad(ref, inputs))
     return out
 
 
@@ -113,14 +100,14 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
                 continue   # this dtype is not supported by torch here
             def sp(xx, A=A):
                 return torch.sparse.mm(A, xx, reduce=reduce)
-            out[tag] = (lambda sp=sp, xp=xp: sp(xp), _with_grad(sp, (xp,)))
+            out[tag] = (lambda sp=sp, xp=xp: sp(xp), with_grad(sp, (xp,)))
         if pyg_utils is not None and reduce in ("sum", "mean"):
             x32 = x.float()
             vals = w.reshape(-1).float() if op == "u_mul_e_sum" else torch.ones(E)
             A = torch.sparse_csr_tensor(indptr, src, vals, (N, N))
             def pyg(xx, A=A):
                 return pyg_utils.spmm(A, xx, reduce=reduce)
-            out["pyg"] = (lambda: pyg(x32), _with_grad(pyg, (x32,)))
+            out["pyg"] = (lambda: pyg(x32), with_grad(pyg, (x32,)))
     elif op in EDGE_MAX:
         x = torch.randn(N, D, generator=gen).to(dtype)
         w = torch.randn(E, D, generator=gen).to(dtype)
@@ -130,26 +117,26 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
         y = torch.randn(N, D, generator=gen).to(dtype)
         def fast(a, b):
             return ops.u_dot_v(gi, a, b)
-        out["fast"] = (lambda: fast(x, y), _with_grad(fast, (x, y)))
+        out["fast"] = (lambda: fast(x, y), with_grad(fast, (x, y)))
         if not big:
             def ref(a, b):
                 with use_backend("reference"):
                     return ops.u_dot_v(gi, a, b)
-            out["reference"] = (lambda: ref(x, y), _with_grad(ref, (x, y)))
+            out["reference"] = (lambda: ref(x, y), with_grad(ref, (x, y)))
     else:   # edge softmax, H heads
         logits = torch.randn(E, heads, 1, generator=gen).to(dtype)
         def fast(a):
             return mpgraph.nn.functional.edge_softmax(gi, a)
-        out["fast"] = (lambda: fast(logits), _with_grad(fast, (logits,)))
+        out["fast"] = (lambda: fast(logits), with_grad(fast, (logits,)))
         def ref(a):
             with use_backend("reference"):
                 return mpgraph.nn.functional.edge_softmax(gi, a)
-        out["reference"] = (lambda: ref(logits), _with_grad(ref, (logits,)))
+        out["reference"] = (lambda: ref(logits), with_grad(ref, (logits,)))
         if pyg_utils is not None:
             l32 = logits.float()
             def pyg(a):
                 return pyg_utils.softmax(a, dst, num_nodes=N)
-            out["pyg"] = (lambda: pyg(l32), _with_grad(pyg, (l32,)))
+            out["pyg"] = (lambda: pyg(l32), with_grad(pyg, (l32,)))
     return out
 
 
@@ -199,12 +186,10 @@ def main(argv=None):
                     for k, (f, fb) in cands.items():
                         fns[k + ".fwd"] = f
                         fns[k + ".fwdbwd"] = fb
-                    fast_fb = cands["fast"][1]
-                    fns["seed"] = lambda fast_fb=fast_fb: torch.ones_like(fast_fb.seed)
+                    fns["seed"] = remake_seed(cands["fast"][1])
                     ms = {k: round(v, 3) for k, v in timed(fns, args.reps).items()}
                     for k, (_, fb) in cands.items():
-                        if not bool((fb.seed == 1).all()):
-                            raise SystemExit(f"{op} ({k}): the backward modified the upstream gradient it was given")
+                        check_seed(fb, f"{op} ({k})")
                     fwd = {k: ms[k + ".fwd"] for k in cands}
                     fwdbwd = {k: ms[k + ".fwdbwd"] for k in cands}
                     if dname == "float32":
@@ -216,9 +201,7 @@ def main(argv=None):
                         ("H" if op == "edge_softmax" else "D"): D, "dtype": dname,
                         "threads": torch.get_num_threads(), "backends": sorted(set(seen)),
                         "fwd_ms": fwd, "fwdbwd_ms": fwdbwd,
-                        "seed_ms": ms["seed"],
-                        "fwdbwd_over_fwd": round(fwdbwd["fast"] / fwd["fast"], 3),
-                        "fwdbwd_with_seed_over_fwd": round((fwdbwd["fast"] + ms["seed"]) / fwd["fast"], 3),
+                        **seed_fields(fwd["fast"], fwdbwd["fast"], ms["seed"]),
                     }
                     if fast32 is not None:
                         line["vs_fp32"] = {"fwd": round(fwd["fast"] / fast32[0], 3),
