@@ -207,9 +207,10 @@ Kernels by op:
     ``lhs: (N_src, F)``) from slot winners: ``gather_winners(index, grad, winners,
     lhs_dtype, op, rhs)`` and ``edge_winners(index, grad, winners, rhs_dtype, op,
     lhs, rhs, cols=rhs.shape[1])``
-    in one call, so a kernel can compute both in one pass (the CPU kernel's
+    in one call, so a kernel can share work between them (the CPU kernel's
     gather over each source's out-edges has the edge's gradient and winner rows
-    loaded, and the source's own ``lhs`` row).
+    loaded, and the source's own ``lhs`` row; for ``(E, F)`` its edge pass in the
+    forward's order picks ``grad * rhs`` at the winners for a copy's gather).
 
 ``scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
