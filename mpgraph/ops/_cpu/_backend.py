@@ -211,8 +211,6 @@ def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_
         indptr_c, src_c, eid_c = _csc(index)
         grad_rhs, picked = edge_winners(indptr_c, eid_c, grad, winners, out_dtype=rhs_dtype, op=op, src=src_c,
                                         lhs=lhs, rhs=rhs, picked=True)
-        if lhs_dtype == torch.float64:
-            picked = picked.to(torch.float64)
         return gather_winners(indptr, dst, slots, picked, winners, out_dtype=lhs_dtype), grad_rhs
     return gather_winners(indptr, dst, slots, grad, winners, out_dtype=lhs_dtype, op=op, eid=eid, other=rhs,
                           lhs=lhs, edge_dtype=rhs_dtype)
