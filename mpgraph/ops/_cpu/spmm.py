@@ -343,71 +343,75 @@ def _empty_row(op, out, arg_l, arg_r, o, F, track):
             raw_set(arg_r, o + j, -1)
 
 
-@njit
-def _rows_blocked_value(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
-                      n_seg, seg_len, scalar_rhs, pf_dist):
-    """Rows of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
+@functools.cache
+def _row_driver(segments, track):
+    """Rows ``r_begin : r_end`` of a blocked engine: the part every one shares (the last slot, the scratch rows
+    the passes borrow, empty rows written as the op's identity), each other row handed to ``segments``. ``track``:
+    max/min keeping the winners' slots (the empty rows' winners are -1)."""
+
+    @njit
+    def rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, n_seg, seg_len,
+             scalar_rhs, pf_dist):
+        k_last = raw_get(indptr, indptr.size - 1) - 1
+        owner = alloc_acc(out, BLOCK_16)
+        owner_slot = np.empty(BLOCK_16 if track else 1, np.int32)
+        scratch, scratch_slot = borrow(owner), borrow(owner_slot)
+        for r in range(r_begin, r_end):
+            k0 = raw_get(indptr, r)
+            k1 = raw_get(indptr, r + 1)
+            o = r * F
+            if k1 == k0:
+                _empty_row(op, out, arg_l, arg_r, o, F, track)
+                continue
+            segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg,
+                     seg_len, scalar_rhs, pf_dist, scratch, scratch_slot)
+        owner[0] = 0  # keeps the scratch owners alive past the loop
+        owner_slot[0] = 0
+
+    return rows
+
+
+@njit(inline="always")
+def _value_segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
+                    scalar_rhs, pf_dist, scratch, scratch_slot):
+    """One row of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
     ``scalar_rhs`` (RHS_BLOCK: heads, or one per-edge scalar), else ``rhs`` elementwise (SAME)."""
-    k_last = raw_get(indptr, indptr.size - 1) - 1
     W = _block_width(out)
-    owner = alloc_acc(out, BLOCK_16)
-    scratch = borrow(owner)
-    for r in range(r_begin, r_end):
-        k0 = raw_get(indptr, r)
-        k1 = raw_get(indptr, r + 1)
-        o = r * F
-        if k1 == k0:
-            _empty_row(op, out, arg_l, arg_r, o, F, False)
-            continue
-        for h in range(n_seg):
-            col = h * seg_len
-            end = col + seg_len
-            while col + W <= end:
-                _value_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                            scalar_rhs, h, pf_dist, scratch)
-                col += W
-            if W > BLOCK and col + BLOCK <= end:  # 16-bit: a 64-column pass before the tail
-                _value_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                             scalar_rhs, h, pf_dist, scratch)
-                col += BLOCK
-            if col < end:
-                _value_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                          scalar_rhs, h, pf_dist, scratch)
-    owner[0] = 0  # keeps the scratch owner alive past the loop
+    for h in range(n_seg):
+        col = h * seg_len
+        end = col + seg_len
+        while col + W <= end:
+            _value_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                        scalar_rhs, h, pf_dist, scratch)
+            col += W
+        if W > BLOCK and col + BLOCK <= end:  # 16-bit: a 64-column pass before the tail
+            _value_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                         scalar_rhs, h, pf_dist, scratch)
+            col += BLOCK
+        if col < end:
+            _value_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                        scalar_rhs, h, pf_dist, scratch)
 
 
-@njit
-def _rows_blocked_arg(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
-                      n_seg, seg_len, scalar_rhs, pf_dist):
-    """As :func:`_rows_blocked_value`, for max/min recording the winners."""
-    k_last = raw_get(indptr, indptr.size - 1) - 1
+@njit(inline="always")
+def _arg_segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
+                  scalar_rhs, pf_dist, scratch, scratch_slot):
+    """As :func:`_value_segments`, for max/min recording the winners."""
     W = _block_width(out)
-    owner = alloc_acc(out, BLOCK_16)
-    owner_slot = np.empty(BLOCK_16, np.int32)
-    scratch, scratch_slot = borrow(owner), borrow(owner_slot)
-    for r in range(r_begin, r_end):
-        k0 = raw_get(indptr, r)
-        k1 = raw_get(indptr, r + 1)
-        o = r * F
-        if k1 == k0:
-            _empty_row(op, out, arg_l, arg_r, o, F, True)
-            continue
-        for h in range(n_seg):
-            col = h * seg_len
-            end = col + seg_len
-            while col + W <= end:
-                _arg_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
-                          scalar_rhs, h, pf_dist, scratch, scratch_slot)
-                col += W
-            if W > BLOCK and col + BLOCK <= end:
-                _arg_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl,
-                           Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
-                col += BLOCK
-            if col < end:
-                _arg_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o,
-                          Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
-    owner[0] = 0  # keeps the scratch owners alive past the loop
-    owner_slot[0] = 0
+    for h in range(n_seg):
+        col = h * seg_len
+        end = col + seg_len
+        while col + W <= end:
+            _arg_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                      scalar_rhs, h, pf_dist, scratch, scratch_slot)
+            col += W
+        if W > BLOCK and col + BLOCK <= end:
+            _arg_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl,
+                       Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+            col += BLOCK
+        if col < end:
+            _arg_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o,
+                      Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
 
 
 # ----------------------------------------------------------------------------- narrow heads
@@ -476,43 +480,30 @@ def _heads_pass(W, SEG, track):
 
 
 @functools.cache
-def _heads_rows(W, SEG, track):
-    """Rows of ``n_seg`` heads of ``SEG`` columns, ``W // SEG`` heads per :func:`_heads_pass`; the heads left
+def _heads_segments(W, SEG, track):
+    """One row of ``n_seg`` heads of ``SEG`` columns, ``W // SEG`` heads per :func:`_heads_pass`; the heads left
     over (``n_seg`` not a multiple) take the runtime-width passes, one per head."""
     NH = W // SEG
     full = _heads_pass(W, SEG, track)
 
-    @njit
-    def rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, n_seg,
-             pf_dist):
-        k_last = raw_get(indptr, indptr.size - 1) - 1
-        owner = alloc_acc(out, BLOCK_16)
-        owner_slot = np.empty(BLOCK_16, np.int32)
-        scratch, scratch_slot = borrow(owner), borrow(owner_slot)
-        for r in range(r_begin, r_end):
-            k0 = raw_get(indptr, r)
-            k1 = raw_get(indptr, r + 1)
-            o = r * F
-            if k1 == k0:
-                _empty_row(op, out, arg_l, arg_r, o, F, track)
-                continue
-            h = 0
-            while h + NH <= n_seg:
-                full(op, reduce, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, h,
-                     pf_dist)
-                h += NH
-            while h < n_seg:
-                if track:
-                    _arg_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r,
-                              o, Fl, Fr, True, h, pf_dist, scratch, scratch_slot)
-                else:
-                    _value_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                                True, h, pf_dist, scratch)
-                h += 1
-        owner[0] = 0  # keeps the scratch owners alive past the loop
-        owner_slot[0] = 0
+    @njit(inline="always")
+    def segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
+                 scalar_rhs, pf_dist, scratch, scratch_slot):
+        h = 0
+        while h + NH <= n_seg:
+            full(op, reduce, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, h,
+                 pf_dist)
+            h += NH
+        while h < n_seg:
+            if track:
+                _arg_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r,
+                          o, Fl, Fr, True, h, pf_dist, scratch, scratch_slot)
+            else:
+                _value_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
+                            True, h, pf_dist, scratch)
+            h += 1
 
-    return rows
+    return segments
 
 
 def heads_seg(layout, n_seg, seg_len, out_dtype):
@@ -591,15 +582,16 @@ def _rows_impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indi
     if not isinstance(heads, types.IntegerLiteral):
         return None
     track = bool(is_arg_literal(reduce) and need_arg.literal_value)
-    blocked = _rows_blocked_arg if track else _rows_blocked_value
+    blocked = _row_driver(_arg_segments if track else _value_segments, track)
     kind = layout.literal_value
     if kind == RHS_BLOCK and heads.literal_value > 0:
-        rows = _heads_rows(BLOCK, heads.literal_value, track)
+        SEG = heads.literal_value
+        rows = _row_driver(_heads_segments(BLOCK, SEG, track), track)
 
         def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
                  arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
-            rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, Fr,
-                 pf_dist)
+            rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, Fr, SEG,
+                 True, pf_dist)
     elif kind == SAME:
         def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
                  arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
