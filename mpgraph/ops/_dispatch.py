@@ -248,12 +248,12 @@ from dataclasses import dataclass
 import torch
 
 from ..base import DGLError
-from ..precision import accum_dtype, autocast_disabled
+from ..precision import HALF_DTYPES, accum_dtype, autocast_disabled, autocast_dtype, native_half_matmul
 
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
            "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
            "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward",
-           "winners_product_backward", "capture", "restored",
+           "winners_product_backward", "dense_upcast_dtype", "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
@@ -620,6 +620,29 @@ def dropout_backward(state, grad, p, seed):
                 return k.fn(grad, p, seed, saved)
     raise DGLError(f"backend {name!r} ran a dropout forward but registers no dropout_backward; "
                    "register both ops for a backend")
+
+
+def dense_upcast_dtype(*operands):
+    """The route of a dense product of ``operands`` (:mod:`mpgraph.ops.dense`): the 16-bit dtype it runs in
+    when that runs as exact float32 upcasts multiplied in float32 (CPU tensors, the dtype 16-bit and
+    :func:`mpgraph.precision.native_half_matmul` False for it), or ``None`` for torch's own kernel.
+
+    The dtype is the CPU autocast dtype when autocast is active (``None`` when that is not 16-bit or an
+    operand is float64, as autocast leaves those alone), else the operands' one 16-bit dtype. ``None``
+    entries in ``operands`` (no bias) are skipped."""
+    ts = [t for t in operands if t is not None]
+    if not ts or any(t.device.type != "cpu" or not t.is_floating_point() for t in ts) or ts[0].dim() == 0:
+        return None
+    ac = autocast_dtype("cpu")
+    if ac is not None:
+        if ac not in HALF_DTYPES or any(t.dtype == torch.float64 for t in ts):
+            return None
+        dtype = ac
+    elif ts[0].dtype in HALF_DTYPES and all(t.dtype == ts[0].dtype for t in ts):
+        dtype = ts[0].dtype
+    else:
+        return None
+    return None if native_half_matmul(dtype, "cpu") else dtype
 
 
 def _register_builtin():

@@ -6,7 +6,8 @@ in float32 (2 threads). Converting a 16-bit number to float32 is exact, so multi
 float32 and rounding the result once computes what a 16-bit matmul that accumulates in float32 computes, at
 float32 speed (8.4 ms for the product above, conversions included). The layers of :mod:`mpgraph.nn` call
 :func:`linear` and :func:`matmul` for their projections: they are :func:`torch.nn.functional.linear` and
-:func:`torch.matmul` everywhere except there (:func:`mpgraph.precision.native_half_matmul` decides; the
+:func:`torch.matmul` everywhere except there (the route is chosen in :mod:`mpgraph.ops._dispatch`, by
+:func:`~mpgraph.ops._dispatch.dense_upcast_dtype` from :func:`mpgraph.precision.native_half_matmul`; the
 environment variable ``MPGRAPH_HALF_MATMUL`` overrides it).
 
 The upcasts are made in row blocks (:data:`BLOCK_ELEMENTS` elements at a time), so the float32 copies never
@@ -17,7 +18,7 @@ are first rounded to the autocast dtype, as autocast does, and the result has th
 import torch
 from torch.nn import functional as F
 
-from ..precision import HALF_DTYPES, autocast_dtype, native_half_matmul
+from . import _dispatch
 
 __all__ = ["linear", "matmul", "upcasts", "BLOCK_ELEMENTS"]
 
@@ -25,27 +26,10 @@ __all__ = ["linear", "matmul", "upcasts", "BLOCK_ELEMENTS"]
 BLOCK_ELEMENTS = 1 << 18
 
 
-def _upcast_dtype(x, weight, bias):
-    """The 16-bit dtype ``x @ weight`` would run in, when torch's kernel for it is slow here; else None."""
-    operands = (x, weight) if bias is None else (x, weight, bias)
-    if any(t.device.type != "cpu" or not t.is_floating_point() for t in operands) or x.dim() == 0:
-        return None
-    ac = autocast_dtype("cpu")
-    if ac is not None:
-        if ac not in HALF_DTYPES or any(t.dtype == torch.float64 for t in operands):
-            return None
-        dtype = ac
-    elif x.dtype in HALF_DTYPES and all(t.dtype == x.dtype for t in operands):
-        dtype = x.dtype
-    else:
-        return None
-    return None if native_half_matmul(dtype, "cpu") else dtype
-
-
 def upcasts(x, weight, bias=None):
     """True when :func:`linear` of these operands takes the float32 route (16-bit product on a CPU whose
     torch has no fast kernel for it), False when it is torch's own."""
-    return _upcast_dtype(x, weight, bias) is not None
+    return _dispatch.dense_upcast_dtype(x, weight, bias) is not None
 
 
 def _rows(n_rows, width):
@@ -138,7 +122,7 @@ def linear(x, weight, bias=None):
     tensor([[3., 3., 3., 3.],
             [3., 3., 3., 3.]], dtype=torch.bfloat16)
     """
-    dtype = _upcast_dtype(x, weight, bias)
+    dtype = _dispatch.dense_upcast_dtype(x, weight, bias)
     if dtype is None or weight.dim() != 2 or x.shape[-1] != weight.shape[1] \
             or (bias is not None and tuple(bias.shape) != (weight.shape[0],)):
         return F.linear(x, weight, bias)        # not ours, or torch's own shape error
@@ -164,7 +148,7 @@ def matmul(x, weight):
     tensor([[3.],
             [3.]], dtype=torch.float16)
     """
-    dtype = None if weight.dim() != 2 or x.dim() < 2 else _upcast_dtype(x, weight, None)
+    dtype = None if weight.dim() != 2 or x.dim() < 2 else _dispatch.dense_upcast_dtype(x, weight)
     if dtype is None or x.shape[-1] != weight.shape[0]:
         return torch.matmul(x, weight)          # not ours, or torch's own shape error
     return _upcast_linear(x, weight.t(), None, dtype)

@@ -186,6 +186,21 @@ def test_float32_and_cuda_are_always_native(upcast):
     assert not precision.native_half_matmul(torch.bfloat16)
 
 
+def test_the_route_is_chosen_in_dispatch(upcast):
+    """dense asks mpgraph.ops._dispatch for its route: the 16-bit dtype, or None for torch's kernel."""
+    from mpgraph.ops import _dispatch
+
+    x, w, b = _operands(torch.float16)
+    assert _dispatch.dense_upcast_dtype(x, w, b) is torch.float16
+    assert _dispatch.dense_upcast_dtype(x, w, None) is torch.float16       # no bias
+    assert _dispatch.dense_upcast_dtype(x.float(), w.float()) is None      # float32: torch's own
+    assert _dispatch.dense_upcast_dtype(x, w.bfloat16()) is None           # mixed: torch's own error
+    assert _dispatch.dense_upcast_dtype(x.to("meta"), w.to("meta")) is None  # not a CPU tensor
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert _dispatch.dense_upcast_dtype(x.float(), w.float()) is torch.bfloat16
+        assert _dispatch.dense_upcast_dtype(x.double(), w.float()) is None  # autocast leaves float64 alone
+
+
 @pytest.mark.parametrize("layer", ["graph", "gat"])
 def test_layers_take_the_route_with_the_same_results(layer, monkeypatch):
     torch.manual_seed(0)
