@@ -81,6 +81,20 @@ def make_graph(name):
     return dict(name=name, N=N, E=E, src=src, dst=dst, indptr=indptr, in_deg=in_deg)
 
 
+def backward_structures(src, dst, num_nodes):
+    """The structure the fused ``u_mul_e`` sum backward (``spmm_backward.mul_sum_backward``) walks, built by
+    mpgraph itself as the op layer builds it: the reversed graph's ``(indptr, dst, eid, eid_inverse)``,
+    rows the sources, slot ``k`` holding edge ``eid[k]`` (``None`` with ``eid_inverse`` when the slots are
+    already the edge ids)."""
+    import mpgraph
+    from mpgraph.ops._checks import reversed_index
+    from mpgraph.ops._cpu._backend import _csc, _eid_inverse
+
+    rev = reversed_index(mpgraph.graph((src, dst), num_nodes=num_nodes)._op_index())
+    indptr, rows, eid = _csc(rev)
+    return indptr, rows, eid, (None if eid is None else _eid_inverse(rev))
+
+
 def timed(fns, reps):
     """Round-robin timing of ``{name: fn}``; returns ``{name: median ms}``."""
     for f in fns.values():

@@ -28,12 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-import mpgraph  # noqa: E402
-from mpgraph.ops._checks import reversed_index  # noqa: E402
 from mpgraph.ops._cpu import spmm_backward  # noqa: E402
-from mpgraph.ops._cpu._backend import _csc, _eid_inverse  # noqa: E402
 
-from cpu_kernels import make_graph, timed  # noqa: E402  (round-robin median timing)
+from cpu_kernels import backward_structures, make_graph, timed  # noqa: E402  (round-robin median timing)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -62,12 +59,9 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     shapes = [_shape(s) for s in args.shapes.split(",")]
     g = make_graph(args.graph)
-    gi = mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"])
-    rev = reversed_index(gi._op_index())
-    indptr, src, eid = _csc(rev)
+    indptr, src, eid, inverse = backward_structures(g["src"], g["dst"], g["N"])
     if eid is None:
         raise SystemExit("the reversed graph's slots are in edge-id order: there is nothing to compare")
-    inverse = _eid_inverse(rev)
     N, E = g["N"], g["E"]
     decide = spmm_backward._slot_order
     gen = torch.Generator().manual_seed(0)

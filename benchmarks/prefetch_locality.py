@@ -26,7 +26,7 @@ def child(graph, D, reps):
     sys.path.insert(0, os.path.dirname(HERE))
     sys.path.insert(0, HERE)
     import mpgraph
-    from cpu_kernels import make_graph, timed  # (round-robin median timing)
+    from cpu_kernels import backward_structures, make_graph, timed  # (round-robin median timing)
     from mpgraph import ops
     from mpgraph.ops._cpu import _core
     from mpgraph.ops._cpu import spmm_backward
@@ -34,13 +34,7 @@ def child(graph, D, reps):
     g = make_graph(graph)
     N, E = g["N"], g["E"]
     gi = mpgraph.graph((g["src"], g["dst"]), num_nodes=N)
-    # the reversed structure of the fused backward (the forward's slots are the edge ids)
-    rev = torch.argsort(g["src"] * N + g["dst"], stable=True)
-    rptr = torch.zeros(N + 1, dtype=torch.long)
-    rptr[1:] = torch.cumsum(torch.bincount(g["src"], minlength=N), 0)
-    rdst = g["dst"][rev].contiguous()
-    inverse = torch.empty_like(rev)
-    inverse[rev] = torch.arange(E)
+    rptr, rdst, rev, inverse = backward_structures(g["src"], g["dst"], N)   # the fused backward's structure
     gen = torch.Generator().manual_seed(0)
     x32, G32 = torch.randn(N, D, generator=gen), torch.randn(N, D, generator=gen)
     w32, s32 = torch.rand(E, 1, generator=gen) + 0.5, torch.randn(E, 4, generator=gen)

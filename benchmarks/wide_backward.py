@@ -20,26 +20,28 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
+import mpgraph  # noqa: E402
 from mpgraph.ops._cpu import spmm_backward  # noqa: E402
+from mpgraph.ops._cpu._backend import _csc  # noqa: E402
 from mpgraph.ops._cpu.spmm import gspmm  # noqa: E402
+
+from cpu_kernels import backward_structures  # noqa: E402
 
 
 def _structures(N, E, seed):
+    """A random graph with its edge ids in destination order: the forward's ``(indptr, src, eid)`` (``eid``
+    None: the slots are the edge ids) and the fused backward's reversed structure, both built by mpgraph."""
     gen = torch.Generator().manual_seed(seed)
     src = torch.randint(0, N, (E,), generator=gen)
     dst = torch.randint(0, N, (E,), generator=gen)
     order = torch.argsort(dst * N + src)
-    src, dst = src[order], dst[order]                       # forward: sorted by destination, edge ids 0..E-1
-    fwd_ptr = torch.zeros(N + 1, dtype=torch.long)
-    fwd_ptr[1:] = torch.cumsum(torch.bincount(dst, minlength=N), 0)
-    rev = torch.argsort(src * N + dst, stable=True)         # reversed: rows are sources, slot k holds edge rev[k]
-    rev_ptr = torch.zeros(N + 1, dtype=torch.long)
-    rev_ptr[1:] = torch.cumsum(torch.bincount(src, minlength=N), 0)
-    inverse = torch.empty_like(rev)
-    inverse[rev] = torch.arange(E)
-    return (fwd_ptr, src), (rev_ptr, dst[rev], rev, inverse)
+    src, dst = src[order], dst[order]
+    forward = _csc(mpgraph.graph((src, dst), num_nodes=N)._op_index())
+    return forward, backward_structures(src, dst, N)
 
 
 def main(argv=None):
@@ -56,7 +58,7 @@ def main(argv=None):
     blocks = [int(b) for b in args.blocks.split(",")]
     if any(b and D % b for b in blocks):
         raise SystemExit(f"every block width must divide --dim {D}, got {blocks}")
-    (fwd_ptr, fwd_src), (rev_ptr, rev_dst, eid, inverse) = _structures(N, E, 0)
+    (fwd_ptr, fwd_src, fwd_eid), (rev_ptr, rev_dst, eid, inverse) = _structures(N, E, 0)
     saved = spmm_backward.WIDE_BLOCKS
     fns = {}
     try:
@@ -65,7 +67,7 @@ def main(argv=None):
             gen = torch.Generator().manual_seed(1)
             x, G = (torch.randn(N, H, D, generator=gen).to(dtype) for _ in range(2))
             w = torch.rand(E, H, generator=gen).to(dtype)
-            fns[(name, "forward")] = lambda x=x, w=w: gspmm("mul", "sum", fwd_ptr, fwd_src, None, x, w.view(E, H, 1))
+            fns[(name, "forward")] = lambda x=x, w=w: gspmm("mul", "sum", fwd_ptr, fwd_src, fwd_eid, x, w.view(E, H, 1))
             for b in blocks:
                 def bwd(x=x, w=w, G=G, b=b):
                     spmm_backward.WIDE_BLOCKS = (b,) if b else ()
