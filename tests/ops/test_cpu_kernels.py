@@ -1231,3 +1231,35 @@ def test_prefetch_locality_setting_is_compiled_in_and_checked():
         rec = records(probe(bad))[0]
         assert rec["out"] is None and rec["err"].startswith("SettingError: MPGRAPH_PREFETCH_LOCALITY must be 0, 1, "
                                                             "2 or 3") and repr(bad) in rec["err"], rec
+
+
+@pytest.mark.parametrize("op,reduce,rhs_cols", [("copy_lhs", "sum", 0), ("copy_lhs", "mean", 0), ("copy_lhs", "max", 0),
+                                                ("mul", "sum", 1), ("div", "min", 4), ("add", "max", 1)])
+def test_bf16_paired_loads_equal_fp32_sums_of_the_upcasts(op, reduce, rhs_cols):
+    """bfloat16 rows read two columns per 32-bit load in the fixed-width passes (ev/od accumulators). Each
+    column still sums the exact fp32 upcasts in edge order and rounds once, so the result must equal, bit for
+    bit, the fp32 kernel on the upcasts rounded to bfloat16: the columns' interleaving, signed zeros, inf and
+    NaN included. Widths: two 128-column passes (256), 128 + 64 + a 2-column tail (194), an odd tail (67)."""
+    gen = torch.Generator().manual_seed(3)
+    N, E = 300, 5000
+    src, dst = torch.randint(0, N, (E,), generator=gen), torch.randint(0, N, (E,), generator=gen)
+    dst[:400] = 7                                          # a hub row
+    indptr, indices, eid = Index.from_coo(src, dst, N + 3, N + 3).csc()    # 3 rows without edges
+    for F in (256, 194, 67):
+        H = rhs_cols or 1
+        x = (torch.randn(N + 3, F, generator=gen) * 4).bfloat16()
+        x[0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+        x[1, 1::2] = -0.0                                  # odd columns: the upper half of each 32-bit pair
+        if F % H:
+            continue
+        rhs = None if not rhs_cols else (torch.rand(E, H, 1, generator=gen) + 0.5).bfloat16()
+        if rhs_cols:
+            x = x.view(N + 3, H, F // H)                   # GAT-like heads: one value per edge and head
+        got = K.gspmm(op, reduce, indptr, indices, eid, x, rhs, need_arg=False)[0]
+        ref = K.gspmm(op, reduce, indptr, indices, eid, x.float(), None if rhs is None else rhs.float(),
+                      need_arg=False)[0]
+        want = ref.bfloat16()
+        nan = torch.isnan(want)
+        assert got.dtype == BF16
+        assert torch.equal(torch.isnan(got), nan), (F, op, reduce)      # NaN payloads may differ
+        assert torch.equal(got.view(torch.int16)[~nan], want.view(torch.int16)[~nan]), (F, op, reduce)

@@ -32,8 +32,8 @@ from numba import njit, types
 from numba.extending import overload
 
 from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out,
-                    index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set, run_parallel,
-                    select, stack_acc, stack_i32, store, to_acc)
+                    index_view, kernel_view, line_elems, load, load_pair, num_threads, pair_loads, prefetch, raw_get,
+                    raw_set, run_parallel, select, stack_acc, stack_i32, store, to_acc)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       needs_fp64_pass)
 from ._ops import (REDUCES, SPMM_OPS, better, binop, is_arg_literal, is_arg_reduce, is_mean, literal_value,
@@ -156,18 +156,28 @@ def _make_value_pass(W):
     """Sum/mean (or max/min without winners) pass over ``W`` columns (``W == 0``: runtime width ``w``
     into ``scratch``)."""
     size = max(W, 1)
+    half = max(W // 2, 1)
 
     @njit(fastmath=CONTRACT)
     def value_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
                  pf_dist, scratch):
         n = W if W > 0 else w
         acc = stack_acc(out, size) if W > 0 else scratch  # [W] fp32 (fp64 for fp64 output)
+        # bfloat16 node rows in a fixed-width pass (copies, or products with one value per edge): two columns
+        # per 32-bit load, the even ones accumulated in ev, the odd ones in od (the same sums, interleaved
+        # back at the end)
+        pairs = W > 0 and uses_lhs(op) and pair_loads(lhs) and (scalar_rhs or not uses_rhs(op))
+        ev = stack_acc(out, half)
+        od = stack_acc(out, half)
         zero = acc_zero(out)
         use_eid = eid.size > 0
         line = line_elems(lhs)
         prefetching = uses_lhs(op) and pf_dist > 0
         for j in range(n):
             acc[j] = reduce_init(reduce, zero)
+        for i in range(half):
+            ev[i] = reduce_init(reduce, zero)
+            od[i] = reduce_init(reduce, zero)
         for k in range(k0, k1):
             if prefetching:
                 p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
@@ -178,7 +188,16 @@ def _make_value_pass(W):
                               1 if scalar_rhs else n)
             lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
             ek = edge_of(eid, use_eid, k)
-            if uses_lhs(op) and uses_rhs(op) and scalar_rhs:  # [W] op scalar
+            if pairs:
+                b = to_acc(out, load(rhs, ek * Fr + rhs_col)) if uses_rhs(op) else zero
+                for i in range(half):
+                    lo, hi = load_pair(lhs, lb + 2 * i)
+                    if uses_rhs(op):
+                        lo = binop(op, to_acc(out, lo), b)
+                        hi = binop(op, to_acc(out, hi), b)
+                    ev[i] = _combine(reduce, ev[i], to_acc(out, lo))
+                    od[i] = _combine(reduce, od[i], to_acc(out, hi))
+            elif uses_lhs(op) and uses_rhs(op) and scalar_rhs:  # [W] op scalar
                 b = to_acc(out, load(rhs, ek * Fr + rhs_col))
                 for j in range(n):
                     acc[j] = _combine(reduce, acc[j], binop(op, to_acc(out, load(lhs, lb + j)), b))
@@ -186,6 +205,10 @@ def _make_value_pass(W):
                 rb = ek * Fr + col
                 for j in range(n):
                     acc[j] = _combine(reduce, acc[j], to_acc(out, _message(op, lhs, lb + j, rhs, rb + j)))
+        if pairs:
+            for i in range(half):
+                acc[2 * i] = ev[i]
+                acc[2 * i + 1] = od[i]
         if is_mean(reduce):
             d = to_acc(out, k1 - k0)
             for j in range(n):
