@@ -1234,12 +1234,15 @@ def test_prefetch_locality_setting_is_compiled_in_and_checked():
 
 
 @pytest.mark.parametrize("op,reduce,rhs_cols", [("copy_lhs", "sum", 0), ("copy_lhs", "mean", 0), ("copy_lhs", "max", 0),
-                                                ("mul", "sum", 1), ("div", "min", 4), ("add", "max", 1)])
+                                                ("copy_lhs", "min", 0), ("mul", "sum", 1), ("div", "min", 4),
+                                                ("add", "max", 1), ("sub", "max", 4)])
 def test_bf16_paired_loads_equal_fp32_sums_of_the_upcasts(op, reduce, rhs_cols):
     """bfloat16 rows read two columns per 32-bit load in the fixed-width passes (ev/od accumulators). Each
     column still sums the exact fp32 upcasts in edge order and rounds once, so the result must equal, bit for
     bit, the fp32 kernel on the upcasts rounded to bfloat16: the columns' interleaving, signed zeros, inf and
-    NaN included. Widths: two 128-column passes (256), 128 + 64 + a 2-column tail (194), an odd tail (67)."""
+    NaN included. Widths: two 128-column passes (256), 128 + 64 + a 2-column tail (194), an odd tail (67).
+    Max/min also run keeping the winners (ids and slots) on integer-valued rows, where ties are common: each
+    column must pick the winner the fp32 kernel picks (the first in slot order)."""
     gen = torch.Generator().manual_seed(3)
     N, E = 300, 5000
     src, dst = torch.randint(0, N, (E,), generator=gen), torch.randint(0, N, (E,), generator=gen)
@@ -1255,11 +1258,17 @@ def test_bf16_paired_loads_equal_fp32_sums_of_the_upcasts(op, reduce, rhs_cols):
         rhs = None if not rhs_cols else (torch.rand(E, H, 1, generator=gen) + 0.5).bfloat16()
         if rhs_cols:
             x = x.view(N + 3, H, F // H)                   # GAT-like heads: one value per edge and head
-        got = K.gspmm(op, reduce, indptr, indices, eid, x, rhs, need_arg=False)[0]
-        ref = K.gspmm(op, reduce, indptr, indices, eid, x.float(), None if rhs is None else rhs.float(),
-                      need_arg=False)[0]
-        want = ref.bfloat16()
-        nan = torch.isnan(want)
-        assert got.dtype == BF16
-        assert torch.equal(torch.isnan(got), nan), (F, op, reduce)      # NaN payloads may differ
-        assert torch.equal(got.view(torch.int16)[~nan], want.view(torch.int16)[~nan]), (F, op, reduce)
+        for need_arg in (False, True, "slots") if reduce in ("max", "min") else (False,):
+            xs = x if not need_arg else x.float().round().bfloat16()   # ties: the first in slot order wins
+            got = K.gspmm(op, reduce, indptr, indices, eid, xs, rhs, need_arg=need_arg)
+            ref = K.gspmm(op, reduce, indptr, indices, eid, xs.float(), None if rhs is None else rhs.float(),
+                          need_arg=need_arg)
+            want = ref[0].bfloat16()
+            nan = torch.isnan(want)
+            assert got[0].dtype == BF16
+            assert torch.equal(torch.isnan(got[0]), nan), (F, op, reduce, need_arg)    # NaN payloads may differ
+            assert torch.equal(got[0].view(torch.int16)[~nan], want.view(torch.int16)[~nan]), (F, op, reduce)
+            if need_arg:
+                assert got[1] is not None and torch.equal(got[1], ref[1]), (F, op, reduce, need_arg)
+                assert (got[2] is None) == (ref[2] is None), (F, op, reduce, need_arg)
+                assert got[2] is None or torch.equal(got[2], ref[2]), (F, op, reduce, need_arg)

@@ -288,13 +288,21 @@ def to_acc(arr, val):
     raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
 
 
+@njit(inline="always")
+def bf16_low_to_f32(bits):
+    """The bfloat16 in the low 16 bits of a uint32, as a float32 (its bits moved up; the high 16 bits are
+    shifted out, so the high element of a pair read by :func:`load_pair` comes as ``bits >> 16``, which LLVM
+    turns into one mask)."""
+    return f32_from_bits(bits << np.uint32(16))
+
+
 @overload(load)
 def _load_impl(arr, idx):
     dt = arr.dtype
     if dt == types.float64 or dt == types.float32:
         return lambda arr, idx: raw_get(arr, idx)
     if dt == types.int16:  # bfloat16 bits
-        return lambda arr, idx: f32_from_bits(np.uint32(np.uint16(raw_get(arr, idx))) << np.uint32(16))
+        return lambda arr, idx: bf16_low_to_f32(np.uint32(np.uint16(raw_get(arr, idx))))
     if dt == types.uint16:  # float16 bits
         return lambda arr, idx: half_bits_to_f32(raw_get(arr, idx))
     return None
@@ -318,7 +326,7 @@ def _load_pair_impl(arr, idx):
     if arr.dtype == types.int16:   # bfloat16: the low element's bits move up, the high element's stay
         def impl(arr, idx):
             q = raw_get_pair_bits(arr, idx)
-            return f32_from_bits(q << np.uint32(16)), f32_from_bits(q & np.uint32(0xFFFF0000))
+            return bf16_low_to_f32(q), bf16_low_to_f32(q >> np.uint32(16))
         return impl
     return lambda arr, idx: (load(arr, idx), load(arr, idx + 1))
 

@@ -154,13 +154,14 @@ def _prefetch_rhs(rhs, start, count):
 
 def _make_value_pass(W):
     """Sum/mean (or max/min without winners) pass over ``W`` columns (``W == 0``: runtime width ``w``
-    into ``scratch``)."""
+    into ``scratch``). Its arguments are :func:`_make_arg_pass`'s (the winners arrays and ``scratch_slot``
+    unused), so one column walk (:func:`_flat_segments`) drives both."""
     size = max(W, 1)
     half = max(W // 2, 1)
 
     @njit(fastmath=CONTRACT)
-    def value_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
-                 pf_dist, scratch):
+    def value_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                   scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
         n = W if W > 0 else w
         acc = stack_acc(out, size) if W > 0 else scratch  # [W] fp32 (fp64 for fp64 output)
         # bfloat16 node rows in a fixed-width pass (copies, or products with one value per edge): two columns
@@ -173,11 +174,13 @@ def _make_value_pass(W):
         use_eid = eid.size > 0
         line = line_elems(lhs)
         prefetching = uses_lhs(op) and pf_dist > 0
-        for j in range(n):
-            acc[j] = reduce_init(reduce, zero)
-        for i in range(half):
-            ev[i] = reduce_init(reduce, zero)
-            od[i] = reduce_init(reduce, zero)
+        if pairs:
+            for i in range(half):
+                ev[i] = reduce_init(reduce, zero)
+                od[i] = reduce_init(reduce, zero)
+        else:
+            for j in range(n):
+                acc[j] = reduce_init(reduce, zero)
         for k in range(k0, k1):
             if prefetching:
                 p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
@@ -251,9 +254,12 @@ def _make_arg_pass(W):
     """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch).
 
     Per column it keeps the running extreme and the winning edge's slot offset ``k - k0`` (int32, so
-    the two fit in registers together), then maps the slot to the source node and the edge id.
+    the two fit in registers together), then maps the slot to the source node and the edge id. bfloat16
+    node rows in a fixed-width pass are read two columns per 32-bit load, as in :func:`_make_value_pass`
+    (even and odd columns in their own registers; each column sees the same values in the same order).
     """
     size = max(W, 1)
+    half = max(W // 2, 1)
 
     @njit
     def arg_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
@@ -261,12 +267,25 @@ def _make_arg_pass(W):
         n = W if W > 0 else w
         acc = stack_acc(out, size) if W > 0 else scratch
         best = stack_i32(size) if W > 0 else scratch_slot
+        # paired loads for products with one value per edge only: a copy's pass measured slower with them
+        pairs = W > 0 and uses_lhs(op) and pair_loads(lhs) and uses_rhs(op) and scalar_rhs
+        ev = stack_acc(out, half)
+        od = stack_acc(out, half)
+        ev_best = stack_i32(half)
+        od_best = stack_i32(half)
         zero = acc_zero(out)
         use_eid = eid.size > 0
         line = line_elems(lhs)
-        for j in range(n):
-            acc[j] = reduce_init(reduce, zero)
-            best[j] = -1
+        if pairs:
+            for i in range(half):
+                ev[i] = reduce_init(reduce, zero)
+                od[i] = reduce_init(reduce, zero)
+                ev_best[i] = -1
+                od_best[i] = -1
+        else:
+            for j in range(n):
+                acc[j] = reduce_init(reduce, zero)
+                best[j] = -1
         for k in range(k0, k1):
             if uses_lhs(op) and pf_dist > 0:
                 p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
@@ -278,9 +297,24 @@ def _make_arg_pass(W):
             lb = (raw_get(indices, k) if uses_lhs(op) else 0) * Fl + col
             ek = edge_of(eid, use_eid, k)
             slot = np.int32(k - k0)
-            if uses_lhs(op) and uses_rhs(op) and scalar_rhs:
+            if pairs:
+                b = load(rhs, ek * Fr + rhs_col) if uses_rhs(op) else acc_zero(rhs)  # load's type either way
+                for i in range(half):  # branch-free selects: the accumulators stay in registers
+                    lo, hi = load_pair(lhs, lb + 2 * i)
+                    if uses_rhs(op):
+                        lo = binop(op, lo, b)
+                        hi = binop(op, hi, b)
+                    m = to_acc(out, lo)
+                    win = better(reduce, m, ev[i])
+                    ev[i] = select(win, m, ev[i])
+                    ev_best[i] = select(win, slot, ev_best[i])
+                    m = to_acc(out, hi)
+                    win = better(reduce, m, od[i])
+                    od[i] = select(win, m, od[i])
+                    od_best[i] = select(win, slot, od_best[i])
+            elif uses_lhs(op) and uses_rhs(op) and scalar_rhs:
                 b = load(rhs, ek * Fr + rhs_col)
-                for j in range(n):  # branch-free selects: the accumulators stay in registers
+                for j in range(n):  # branch-free selects, as above
                     m = to_acc(out, binop(op, load(lhs, lb + j), b))
                     win = better(reduce, m, acc[j])
                     acc[j] = select(win, m, acc[j])
@@ -292,6 +326,12 @@ def _make_arg_pass(W):
                     win = better(reduce, m, acc[j])
                     acc[j] = select(win, m, acc[j])
                     best[j] = select(win, slot, best[j])
+        if pairs:
+            for i in range(half):
+                acc[2 * i] = ev[i]
+                acc[2 * i + 1] = od[i]
+                best[2 * i] = ev_best[i]
+                best[2 * i + 1] = od_best[i]
         for j in range(n):
             store(out, o + col + j, acc[j])
         # one loop per winners array: with slot winners arg_l and arg_r are one array, and one loop storing
@@ -307,9 +347,6 @@ def _make_arg_pass(W):
     return arg_pass
 
 
-_value_block, _value_block_16, _value_tail = _make_value_pass(BLOCK), _make_value_pass(BLOCK_16), _make_value_pass(0)
-
-
 def _block_width(out):
     """Compile-time constant: the pass width for ``out`` (:data:`BLOCK_16` for 16-bit output)."""
     raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
@@ -321,36 +358,28 @@ def _block_width_impl(out):
     return lambda out: W
 
 
-def _value_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
-              pf_dist, scratch):
-    """The full-width value pass for ``out``'s dtype."""
-    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
+@functools.cache
+def _passes(track):
+    """``(wide, block, tail)`` for max/min keeping the winners (``track``) or for the value reductions: the
+    full-width pass for ``out``'s dtype (:func:`_block_width` columns), the 64-column pass and the
+    runtime-width one, all with one argument list."""
+    make = _make_arg_pass if track else _make_value_pass
+    block, block_16, tail = make(BLOCK), make(BLOCK_16), make(0)
 
+    def wide(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, scalar_rhs,
+             rhs_col, pf_dist, scratch, scratch_slot):
+        raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
 
-@overload(_value_pass, prefer_literal=True)
-def _value_pass_impl(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
-                   pf_dist, scratch):
-    fn = _value_block_16 if out.dtype.bitwidth == 16 else _value_block
-    return (lambda op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr, scalar_rhs, rhs_col,
-            pf_dist, scratch: fn(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                                 scalar_rhs, rhs_col, pf_dist, scratch))
-_arg_block, _arg_block_16, _arg_tail = _make_arg_pass(BLOCK), _make_arg_pass(BLOCK_16), _make_arg_pass(0)
-
-
-def _arg_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, scalar_rhs,
-              rhs_col, pf_dist, scratch, scratch_slot):
-    """The full-width max/min pass for ``out``'s dtype."""
-    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
-
-
-@overload(_arg_pass, prefer_literal=True)
-def _arg_pass_impl(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+    @overload(wide, prefer_literal=True)
+    def _wide_impl(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
                    scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
-    fn = _arg_block_16 if out.dtype.bitwidth == 16 else _arg_block
-    return (lambda op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
-            scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot:
-            fn(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
-               scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot))
+        fn = block_16 if out.dtype.bitwidth == 16 else block
+        return (lambda op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot:
+                fn(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                   scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot))
+
+    return wide, block, tail
 
 
 @njit
@@ -394,47 +423,33 @@ def _row_driver(segments, track):
     return rows
 
 
-@njit(inline="always")
-def _value_segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
-                    scalar_rhs, pf_dist, scratch, scratch_slot):
+@functools.cache
+def _flat_segments(track):
     """One row of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
-    ``scalar_rhs`` (RHS_BLOCK: heads, or one per-edge scalar), else ``rhs`` elementwise (SAME)."""
-    W = _block_width(out)
-    for h in range(n_seg):
-        col = h * seg_len
-        end = col + seg_len
-        while col + W <= end:
-            _value_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                        scalar_rhs, h, pf_dist, scratch)
-            col += W
-        if W > BLOCK and col + BLOCK <= end:  # 16-bit: a 64-column pass before the tail
-            _value_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                         scalar_rhs, h, pf_dist, scratch)
-            col += BLOCK
-        if col < end:
-            _value_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                        scalar_rhs, h, pf_dist, scratch)
+    ``scalar_rhs`` (RHS_BLOCK: heads, or one per-edge scalar), else ``rhs`` elementwise (SAME). Each segment
+    takes full-width passes, then (16-bit output) one of 64 columns, then one of the columns left."""
+    wide, block, tail = _passes(track)
 
-
-@njit(inline="always")
-def _arg_segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
-                  scalar_rhs, pf_dist, scratch, scratch_slot):
-    """As :func:`_value_segments`, for max/min recording the winners."""
-    W = _block_width(out)
-    for h in range(n_seg):
-        col = h * seg_len
-        end = col + seg_len
-        while col + W <= end:
-            _arg_pass(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+    @njit(inline="always")
+    def segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
+                 scalar_rhs, pf_dist, scratch, scratch_slot):
+        W = _block_width(out)
+        for h in range(n_seg):
+            col = h * seg_len
+            end = col + seg_len
+            while col + W <= end:
+                wide(op, reduce, W, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                     scalar_rhs, h, pf_dist, scratch, scratch_slot)
+                col += W
+            if W > BLOCK and col + BLOCK <= end:
+                block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
                       scalar_rhs, h, pf_dist, scratch, scratch_slot)
-            col += W
-        if W > BLOCK and col + BLOCK <= end:
-            _arg_block(op, reduce, BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl,
-                       Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
-            col += BLOCK
-        if col < end:
-            _arg_tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o,
-                      Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+                col += BLOCK
+            if col < end:
+                tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl,
+                     Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+
+    return segments
 
 
 # ----------------------------------------------------------------------------- narrow heads
@@ -508,6 +523,7 @@ def _heads_segments(W, SEG, track):
     over (``n_seg`` not a multiple) take the runtime-width passes, one per head."""
     NH = W // SEG
     full = _heads_pass(W, SEG, track)
+    tail = _passes(track)[2]
 
     @njit(inline="always")
     def segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
@@ -518,12 +534,8 @@ def _heads_segments(W, SEG, track):
                  pf_dist)
             h += NH
         while h < n_seg:
-            if track:
-                _arg_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r,
-                          o, Fl, Fr, True, h, pf_dist, scratch, scratch_slot)
-            else:
-                _value_tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, o, Fl, Fr,
-                            True, h, pf_dist, scratch)
+            tail(op, reduce, SEG, h * SEG, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
+                 True, h, pf_dist, scratch, scratch_slot)
             h += 1
 
     return segments
@@ -605,7 +617,7 @@ def _rows_impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indi
     if not isinstance(heads, types.IntegerLiteral):
         return None
     track = bool(is_arg_literal(reduce) and need_arg.literal_value)
-    blocked = _row_driver(_arg_segments if track else _value_segments, track)
+    blocked = _row_driver(_flat_segments(track), track)
     kind = layout.literal_value
     if kind == RHS_BLOCK and heads.literal_value > 0:
         SEG = heads.literal_value

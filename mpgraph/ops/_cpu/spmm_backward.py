@@ -54,7 +54,7 @@ PREFETCH_DISTANCE = 16
 def _make_general_rows(DIV):
     """The general row loop (runtime ``H`` and ``D``); ``DIV``: ``u_div_e`` (see :func:`mul_sum_backward`)."""
 
-    @njit(fastmath={"reassoc", "contract"})
+    @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
         """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
         (``w`` and ``gw`` are indexed by ``eid[k]``, or by the slot ``k`` itself when ``eid`` is empty)."""
@@ -134,7 +134,7 @@ def _make_heads_rows(W, SEG, DIV):
     H = W // SEG
     NARROW_H, NARROW_W = (H, W) if SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
 
-    @njit(fastmath={"reassoc", "contract"})
+    @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H_, D_, pf_dist, pf_lines, pf_step):
         acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
         xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
@@ -213,7 +213,7 @@ def _make_wide_rows(CB, DIV):
     rounded once, and the row's accumulator ``scratch[:F]`` carries each block across chunks. ``pf_lines`` (the
     whole row's, of the shared row signature) is unused: a pass prefetches one block."""
 
-    @njit(fastmath={"reassoc", "contract"})
+    @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H, D, pf_dist, pf_lines, pf_step):
         F = H * D
         accb = stack_acc(gx, CB)                    # [CB] one block of gx[r]
