@@ -37,7 +37,7 @@ from numba.extending import overload
 from ...precision import accum_dtype
 from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of,
                     empty_out, index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set,
-                    run_parallel, select, stack_acc, stack_i32, store, store_copied, to_acc)
+                    run_parallel, select, stack_acc, store, store_copied, to_acc)
 from ._layout import check_float, check_index, check_out_dtype
 
 __all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH", "EDGE_OPS"]
@@ -220,11 +220,15 @@ FACTORS = {"copy": 0, "mul": 1, "div": 2}
 
 
 @njit(inline="always")
-def _div_grad(won, s, w, zero):
+def _div_grad(s, w, zero):
     """``u_div_e``'s edge gradient ``-s / w**2`` from ``s``, the sum of ``G * x`` over the columns the edge won;
-    0 when it won none. The output does not depend on such an edge, so its gradient is 0 even at ``w = 0``,
-    where ``-0 / 0`` would be NaN (the reference's gradient, a sum over the won columns only, is 0 there)."""
-    return select(won, (zero - s) / (w * w), zero)
+    0 where ``s`` is zero and the weight's square is not a positive number (0, NaN, an underflow). An edge that
+    won no column sums exactly zero, and the output does not depend on it: its gradient is 0, where ``-0 / 0``
+    would be NaN (the reference's gradient, a sum over the won columns only, is 0 there). Read from ``s``, the
+    case costs one compare: tracking the winners in the vector loop made 4-head ``u_div_e`` max
+    forward+backward 2.5x slower, and reading them again in a cold branch 1.3x (twenty-third session). The one
+    difference: an edge of weight 0 that won columns whose terms sum to exactly zero gets 0, not NaN."""
+    return select((s == zero) & (not (w * w > zero)), zero, (zero - s) / (w * w))
 
 
 def _make_gather_rows(W, factor, SEG=0, EG=False):
@@ -252,7 +256,6 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
         bv = stack_acc(gx, NH)      # SEG > 0: the edge's head values
         tv = stack_acc(gx, size)    # SEG > 0 with EG: the edge gradient's terms
         dv = stack_acc(gx, NH)      # and each head's sum
-        hit = stack_i32(NH)         # SEG > 0 with EG and div: whether the edge won a column of each head
         zero = acc_zero(gx)
         g_line, w_line, o_line = line_elems(G), line_elems(win), line_elems(other)
         E_end = raw_get(indptr, indptr.size - 1)
@@ -293,7 +296,6 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                     ob = raw_get(eid, k) * NH
                     for i in range(NH):
                         bv[i] = to_acc(gx, load(other, ob + i))
-                        hit[i] = 0
                     for j in range(W):
                         g = to_acc(gx, load(G, b + j))
                         m = g * bv[j // SEG] if factor == 1 else g / bv[j // SEG]
@@ -301,8 +303,6 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                         acc[j] += select(won, m, zero)
                         if EG:                      # the edge's terms G x where it won, a vector like acc
                             tv[j] = select(won, g * to_acc(gx, load(x, r * n + j)), zero)
-                            if factor != 1:
-                                hit[j // SEG] |= np.int32(won)
                     if EG:                          # each head's sum of its SEG terms, NH lanes at a time
                         for i in range(NH):
                             dv[i] = tv[i * SEG]
@@ -310,12 +310,11 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                             for i in range(NH):
                                 dv[i] += tv[i * SEG + d]
                         for i in range(NH):
-                            store(gw, ob + i, dv[i] if factor == 1 else _div_grad(hit[i] != 0, dv[i], bv[i], zero))
+                            store(gw, ob + i, dv[i] if factor == 1 else _div_grad(dv[i], bv[i], zero))
                 elif H == 1:                        # one value per edge: a scalar broadcast over the row
                     e = raw_get(eid, k)
                     o = to_acc(gx, load(other, e))
                     dot = zero
-                    any_won = False
                     for j in range(n):
                         g = to_acc(gx, load(G, b + j))
                         m = g * o if factor == 1 else g / o
@@ -323,16 +322,14 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                         acc[j] += select(won, m, zero)
                         if EG:
                             dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
-                            any_won |= won
                     if EG:
-                        store(gw, e, dot if factor == 1 else _div_grad(any_won, dot, o, zero))
+                        store(gw, e, dot if factor == 1 else _div_grad(dot, o, zero))
                 else:                               # block broadcast: other[e, h] for columns h*B .. h*B+B-1
                     ob = raw_get(eid, k) * H
                     B = n // H
                     for h in range(H):
                         o = to_acc(gx, load(other, ob + h))
                         dot = zero
-                        any_won = False
                         for d in range(B):
                             j = h * B + d
                             g = to_acc(gx, load(G, b + j))
@@ -341,9 +338,8 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                             acc[j] += select(won, m, zero)
                             if EG:
                                 dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
-                                any_won |= won
                         if EG:
-                            store(gw, ob + h, dot if factor == 1 else _div_grad(any_won, dot, o, zero))
+                            store(gw, ob + h, dot if factor == 1 else _div_grad(dot, o, zero))
             for j in range(n):
                 store(gx, r * n + j, acc[j])
 
@@ -557,7 +553,6 @@ def _edge_kernel(factor, negate=False, PICK=False):
                         ub = raw_get(src, k) * F if factor != 0 else 0
                         for h in range(H):
                             s = zero
-                            any_won = False
                             for d in range(B):
                                 j = h * B + d
                                 g = to_acc(ge, load(G, b + j))
@@ -565,11 +560,9 @@ def _edge_kernel(factor, negate=False, PICK=False):
                                     g = g * to_acc(ge, load(lhs, ub + j))
                                 if negate:
                                     g = -g
-                                won = raw_get(win, b + j) == me
-                                s += select(won, g, zero)
-                                any_won |= won
+                                s += select(raw_get(win, b + j) == me, g, zero)
                             if factor == 2:
-                                s = _div_grad(any_won, s, to_acc(ge, load(rhs, e * H + h)), zero)
+                                s = _div_grad(s, to_acc(ge, load(rhs, e * H + h)), zero)
                             store(ge, e * H + h, s)
                         continue
                     if factor == 0:
