@@ -174,13 +174,13 @@ def _make_value_pass(W):
         use_eid = eid.size > 0
         line = line_elems(lhs)
         prefetching = uses_lhs(op) and pf_dist > 0
-        if pairs:
-            for i in range(half):
-                ev[i] = reduce_init(reduce, zero)
-                od[i] = reduce_init(reduce, zero)
-        else:
-            for j in range(n):
-                acc[j] = reduce_init(reduce, zero)
+        # both initialised whatever ``pairs`` is: initialising only the one in use (twenty-second session) made
+        # fp16 u_mul_e sum 2.5x slower on 10M edges (429 against 174 ms, D=128; twenty-third session)
+        for j in range(n):
+            acc[j] = reduce_init(reduce, zero)
+        for i in range(half):
+            ev[i] = reduce_init(reduce, zero)
+            od[i] = reduce_init(reduce, zero)
         for k in range(k0, k1):
             if prefetching:
                 p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
