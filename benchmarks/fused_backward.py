@@ -1,14 +1,15 @@
 """The fused ``u_mul_e`` / ``u_div_e`` sum backward against the composed kernels, in one process.
 
 The op layer sends the backward of a weighted sum/mean (``u_mul_e``, ``u_div_e``) to one fused pass over the
-reversed graph (``spmm_mul_backward``) when the weights are one scalar per edge or per edge and head, and to
-a gSpMM plus a gSDDMM otherwise (``mpgraph.ops.spmm._weight_heads`` decides). This benchmark times both
-routes for the same call, round-robin, by switching that decision off for the composed one, so that the
-choice is measured, not assumed. Operands: ``e1`` one weight per edge against ``(N, D)``; ``eh`` GAT's
-``(E, H, 1)`` against ``(N, H, D // H)``; ``e<F>`` elementwise ``(E, F)`` against ``(N, F)``. Weights in
-[0.5, 1.5). One JSON line per case: medians of the forward alone and of forward+backward on each route, and
-the ratios ``fused_over_composed`` and ``*_over_fwd``; ``route_taken`` is the op layer's choice (elementwise
-weights are timed on the fused pass as ``H = F`` heads of one column, a route the op layer does not take).
+reversed graph (``spmm_mul_backward``) when the weights are one scalar per edge or per edge and head, or, on
+the CPU, elementwise rows of the widths in ``mpgraph.ops.spmm.FUSED_ELEMENTWISE``; to a gSpMM plus a gSDDMM
+otherwise (``mpgraph.ops.spmm._weight_heads`` decides). This benchmark times both routes for the same call,
+round-robin, by switching that decision off for the composed one, so that the choice is measured, not
+assumed. Operands: ``e1`` one weight per edge against ``(N, D)``; ``eh`` GAT's ``(E, H, 1)`` against
+``(N, H, D // H)``; ``e<F>`` elementwise ``(E, F)`` against ``(N, F)``. Weights in [0.5, 1.5). One JSON line
+per case: medians of the forward alone and of forward+backward on each route, and the ratios
+``fused_over_composed`` and ``*_over_fwd``; ``route_taken`` is the op layer's choice (elementwise weights are
+timed on the fused pass as ``H = F`` heads of one column whether or not the op layer takes that route).
 Usage::
 
     python benchmarks/fused_backward.py                                   # div on e1/eh, mul+div elementwise
@@ -82,7 +83,7 @@ def main(argv=None):
                         fn(gi, x, w)
 
                     def fwdbwd(fused, fn=fn, x=x, w=w):
-                        spmm_module._weight_heads = _forced_fused(decide) if fused else (lambda bcast: None)
+                        spmm_module._weight_heads = _forced_fused(decide) if fused else (lambda bcast, *a, **k: None)
                         try:
                             a, b = x.detach().requires_grad_(), w.detach().requires_grad_()
                             out = fn(gi, a, b)
@@ -96,7 +97,7 @@ def main(argv=None):
                         "bench": "fused_backward", "op": f"u_{op}_e_{red}", "operands": kind, "graph": args.graph,
                         "N": N, "E": E, "x_shape": list(x.shape[1:]), "w_shape": list(w.shape[1:]), "dtype": dname,
                         "threads": torch.get_num_threads(),
-                        "route_taken": "fused" if decide(_bcast(op, x, w)) is not None else "composed",
+                        "route_taken": "fused" if decide(_bcast(op, x, w), op) is not None else "composed",
                         "fwd_ms": round(ms["fwd"], 2), "fwdbwd_composed_ms": round(ms["composed"], 2),
                         "fwdbwd_fused_ms": round(ms["fused"], 2),
                         "fused_over_composed": round(ms["fused"] / ms["composed"], 3),
@@ -107,8 +108,8 @@ def main(argv=None):
 def _forced_fused(decide):
     """The op layer's decision, widened to send elementwise weights ``(E, F)`` to the fused pass too (as
     ``H = F`` heads of one column), so that the route it refuses them is timed as well."""
-    def heads(bcast):
-        h = decide(bcast)
+    def heads(bcast, *args, **kwargs):
+        h = decide(bcast, *args, **kwargs)
         if h is None and bcast.lhs_shape == bcast.rhs_shape == bcast.out_shape and len(bcast.out_shape) > 0:
             return bcast.F
         return h

@@ -172,7 +172,7 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
             G = rowwise_scale(G, deg, scaled_dtype, divide=True)
     fusable = (op in ("mul", "div") and need_lhs and need_rhs and G.dtype == lhs.dtype
                and not _double_backward(G, lhs, rhs))
-    heads = _weight_heads(bcast) if fusable else None
+    heads = _weight_heads(bcast, op) if fusable else None
     if heads is not None:
         # both gradients in one pass over the reversed graph: each G row is gathered once, not twice
         grad_lhs, grad_rhs = _dispatch.spmm_mul_backward(reversed_index(index), G.reshape(N_dst, bcast.F).contiguous(),
@@ -240,24 +240,38 @@ def _double_backward(*tensors):
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _weight_heads(bcast):
-    """``H`` when ``u_mul_e``'s (``u_div_e``'s) weights are one scalar per edge and head (the fused backward's
-    layout), else None.
+def _weight_heads(bcast, op="mul"):
+    """``H`` when ``u_mul_e``'s (``u_div_e``'s) weights take the fused backward, else None: one scalar per edge
+    and head, or, for ``u_div_e`` on the CPU, elementwise rows of :data:`FUSED_ELEMENTWISE` columns (as ``H = F``
+    heads of one column).
 
-    The node operand must not broadcast (``lhs_shape == out_shape``) and the weights must be constant
-    along the last dimension: ``(E, H, 1)`` against ``(N, H, D)`` (GAT: ``H`` heads) or a scalar per edge
-    (``H = 1``). Elementwise weights ``(E, *F)`` with ``F > 1`` take the two composed kernels, which read and
-    write them in edge order; the fused pass would move them into slot order and back. Measured (uniform graph,
-    2M edges, 2 threads, forward+backward, composed against fused): fp32 F = 2, 4, 8, 15: 28 / 42 / 49 / 96
-    against 31 / 52 / 69 / 119 ms; bf16 F = 4, 8, 31: 31 / 45 / 119 against 39 / 59 / 148 ms; F = 64 fp32
-    94 against 150 ms; F = 1 even (it is the scalar case).
+    The node operand must not broadcast (``lhs_shape == out_shape``). Weights constant along the last
+    dimension: ``(E, H, 1)`` against ``(N, H, D)`` (GAT: ``H`` heads) or a scalar per edge (``H = 1``).
+    Other elementwise weights ``(E, *F)`` with ``F > 1`` take the two composed kernels. Measured before the
+    CPU kernel had a register pass for elementwise rows (uniform graph, 2M edges, 2 threads, forward+backward,
+    composed against fused): fp32 F = 2, 4, 8, 15: 28 / 42 / 49 / 96 against 31 / 52 / 69 / 119 ms; bf16
+    F = 4, 8, 31: 31 / 45 / 119 against 39 / 59 / 148 ms; F = 64 fp32 94 against 150 ms; F = 1 even (it is the
+    scalar case). For the widths it has now, see :data:`FUSED_ELEMENTWISE`.
     """
     out = bcast.out_shape
     if bcast.lhs_shape != out or len(out) == 0:
         return None
     if bcast.rhs_shape == out and bcast.F > 1:
-        return None
+        cpu = bcast.device is None or torch.device(bcast.device).type == "cpu"
+        return bcast.F if cpu and op == "div" and bcast.F in FUSED_ELEMENTWISE else None
     return _rhs_block_heads(bcast)
+
+
+#: elementwise weight widths ``F`` whose ``u_div_e`` sum backward takes the fused CPU pass (the register kernel
+#: of one-column heads in ``_cpu/spmm_backward.py``: each edge's weight row read and its gradient written in
+#: place, no dots to reduce) instead of a gSpMM and a gSDDMM with a divisor epilogue. Measured
+#: (``benchmarks/fused_backward.py``, uniform graph, 2M edges, 2 threads, AMD EPYC; forward+backward, fused
+#: over composed; ``benchmarks/results/fused_backward_elementwise_s24.jsonl`` and two earlier runs): div
+#: F = 64 0.89-0.93x fp32, 0.88-0.93x bf16, 0.92x fp16; F = 128 0.74-0.94x fp32, 0.84-0.99x bf16, 0.97x
+#: fp16. ``u_mul_e`` stays composed: 0.88-1.11x over the same runs, no gain beyond the noise. The fused
+#: backward reads two random rows per edge (``G``, the weights) and writes a third (their gradient), against
+#: the forward's two reads, so neither route reaches 2.5x the forward (3.4-4.4x fp32 in those runs)
+FUSED_ELEMENTWISE = (64, 128)
 
 
 def _rhs_block_heads(bcast):

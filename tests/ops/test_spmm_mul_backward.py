@@ -7,6 +7,8 @@ dtype; the op layer is checked to take the fused path exactly for the layouts it
 the gradients of the composed path.
 """
 
+import math
+
 import pytest
 import torch
 
@@ -105,6 +107,37 @@ def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("H, D", [(4, 16), (8, 8)])
+@pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_folded_head_dots_match_float64_formula(dtype, H, D, case, op, idtype):
+    # heads of 16 or 8 on 64 features: the register kernel folds all heads' products in halves at once
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+
+    W, SEG, CB = spmm_backward._kernel_key(H, D)
+    assert (W, SEG, CB) == (64, D, 0) and spmm_backward._tree(W, SEG)
+    assert not spmm_backward._slot_order(W, SEG)            # weights read in place at their edge ids
+    index = _index(case, idtype)
+    _check_cpu_kernel(index, H, D, dtype, 3 * H + D, op)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("F", [64, 128])
+@pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_elementwise_register_rows_match_float64_formula(dtype, F, case, op, idtype):
+    # elementwise weights (E, F) of 64 or 128 columns: the register kernel of F heads of one column (no dots)
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+
+    assert spmm_backward._kernel_key(F, 1) == (F, 1, 0)
+    assert not spmm_backward._slot_order(F, 1)              # weight rows read and written in place
+    index = _index(case, idtype)
+    _check_cpu_kernel(index, F, 1, dtype, F + 7, op)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("H, D", [(2, 32), (4, 32), (2, 64)])
 @pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
 @pytest.mark.parametrize("op", ["mul", "div"])
@@ -132,8 +165,10 @@ def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
     assert spmm_backward._kernel_key(2, 32) == (64, 32, 0)        # wide heads: dots in the loop
     assert spmm_backward._kernel_key(2, 64) == (128, 64, 0)
     assert spmm_backward._kernel_key(4, 32) == (128, 32, 0)
-    assert spmm_backward._kernel_key(8, 16) == (0, 0, 0)          # heads of 16: the general loop
-    assert spmm_backward._kernel_key(4, 16) == (0, 0, 0)
+    assert spmm_backward._kernel_key(4, 16) == (64, 16, 0)        # heads of 16 on 64: folded dots
+    assert spmm_backward._kernel_key(8, 16) == (0, 0, 0)          # on 128 columns: the general loop
+    assert [spmm_backward._tree(W, SEG) for W, SEG in ((64, 8), (64, 16), (64, 4), (128, 8), (128, 16))] == [
+        True, True, False, False, False]
     assert spmm_backward._kernel_key(1, 256) == (0, 0, 128)
     assert spmm_backward._kernel_key(1, 96) == (0, 0, 0)
     with pytest.raises(ValueError, match="SEG dividing W"):
@@ -167,7 +202,7 @@ def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, op, idtype
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("H, D", [(2, 8), (1, 64)])
+@pytest.mark.parametrize("H, D", [(2, 8), (4, 16), (1, 64)])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_hub_with_100k_in_edges(backend, threads, H, D, op):
     E = 100_000
@@ -196,12 +231,12 @@ def test_weights_moved_by_inverse_scatter_or_gather_agree():
     from mpgraph.ops._cpu._backend import _csc, _inverse
     from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
 
-    assert spmm_backward._slot_order(*spmm_backward._kernel_key(8, 8)[:2])
+    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4)[:2])
     index = _index("power_law", torch.int64)
     indptr, src, eid = _csc(reversed_index(index))
     assert eid is not None                                  # out-edges are not in edge-id order
-    G, x, w = _operands(index, 8, 8, torch.float32)
-    args = (indptr, src, eid, G.reshape(-1, 8, 8), x.reshape(-1, 8, 8), w)
+    G, x, w = _operands(index, 16, 4, torch.float32)
+    args = (indptr, src, eid, G.reshape(-1, 16, 4), x.reshape(-1, 16, 4), w)
     gathered = mul_sum_backward(*args)
     scattered = mul_sum_backward(*args, eid_inverse=_inverse(eid))
     assert torch.equal(gathered[0], scattered[0]) and torch.equal(gathered[1], scattered[1])
@@ -210,7 +245,7 @@ def test_weights_moved_by_inverse_scatter_or_gather_agree():
         mul_sum_backward(*args, eid_inverse=_inverse(eid)[:-1])
 
 
-@pytest.mark.parametrize("H, D", [(1, 64), (8, 8), (4, 32), (3, 4), (1, 256), (4, 1)])
+@pytest.mark.parametrize("H, D", [(1, 64), (8, 8), (16, 4), (4, 16), (64, 1), (4, 32), (3, 4), (1, 256), (4, 1)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_weights_in_edge_order_or_slot_order_agree(monkeypatch, H, D, dtype, op):
@@ -271,6 +306,9 @@ def spy():
     ((1,), (1,), 1),              # elementwise of one column: a scalar weight per edge
     ((3, 4), (3, 4), None),       # elementwise rows of several columns: the composed path
     ((40,), (40,), None),
+    ((64,), (64,), "div"),        # elementwise rows of 64 or 128 columns: fused for u_div_e on the CPU
+    ((2, 64), (2, 64), "div"),
+    ((4, 16), (4, 16), "div"),
     ((4, 5), (1, 5), None),       # weight varies along D but not H: the composed path
     ((1, 5), (4, 1), None),       # the node operand broadcasts: the composed path
 ])
@@ -278,6 +316,8 @@ def spy():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["f64", "bf16"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_op_layer_fuses_exactly_the_per_head_layouts(spy, x_shape, w_shape, heads, reduce_op, dtype, op):
+    if heads == "div":
+        heads = math.prod(x_shape) if op == "div" else None
     index = _index("power_law", torch.int32)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn((index.num_src,) + x_shape, generator=gen).to(dtype)

@@ -18,11 +18,12 @@ ahead) and used for both products. Edge ids in that order are scattered (the for
 destination), so each edge's weights and their gradient are a random access as costly as the row gather
 unless it is hidden: the kernel reads ``w[eid[k]]`` and writes ``grad_w[eid[k]]`` in place, prefetching
 both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. The register kernel of narrow heads
-is the exception (:func:`_slot_order`): there the weights are first moved into slot order by a parallel
-copy loop (a scatter over the edge ids when their inverse permutation is given, which the CPU backend
-caches per graph, else a gather by ``eid``), the kernel reads and writes them sequentially, and the
-gradient goes back to the edge ids by a second scatter. Elementwise weights ``w: (E, F)`` are the case
-``H = F``, ``D = 1`` (the op layer sends them to the composed kernels unless ``F = 1``: measured faster).
+that sums each head on its own is the exception (:func:`_slot_order`): there the weights are first moved
+into slot order by a parallel copy loop (a scatter over the edge ids when their inverse permutation is
+given, which the CPU backend caches per graph, else a gather by ``eid``), the kernel reads and writes them
+sequentially, and the gradient goes back to the edge ids by a second scatter. Elementwise weights
+``w: (E, F)`` are the case ``H = F``, ``D = 1`` (the op layer sends them to the composed kernels unless
+``F = 1``: measured faster).
 
 ``u_div_e`` (``divide=True``) is the same pass with each weight's reciprocal ``1 / w`` (fp32) as the factor of
 ``x``'s gradient, and ``-dot / w**2 = -dot * (1 / w)**2`` as the weight's: one kernel instead of a gSpMM,
@@ -129,10 +130,13 @@ def _make_heads_rows(W, SEG, DIV):
     register reduction in the same loop as its accumulation. Narrow heads: the edge's ``H`` weights and its
     products are stack arrays indexed by ``j // SEG``, a constant per column once the loops unroll, and each
     head's dot a reduction of its ``SEG`` products; the general rows' runtime ``H`` and ``D`` loops run
-    short scalar loops for them (:data:`HEAD_SEGS`). ``scratch``, ``H_`` and ``D_`` are the shared row
-    signature's, unused here."""
+    short scalar loops for them (:data:`HEAD_SEGS`). Where :func:`_tree` holds, the products of all heads are
+    folded in halves together (``log2 SEG`` steps of vector adds over the whole row) instead of ``H`` separate
+    reductions, each of which ends in a horizontal sum of one vector. ``scratch``, ``H_`` and ``D_`` are the
+    shared row signature's, unused here."""
     H = W // SEG
-    NARROW_H, NARROW_W = (H, W) if SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
+    TREE = _tree(W, SEG)
+    NARROW_H, NARROW_W = (H, W) if 1 < SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H_, D_, pf_dist, pf_lines, pf_step):
@@ -155,9 +159,21 @@ def _make_heads_rows(W, SEG, DIV):
                     for t in range(pf_lines):
                         prefetch(G, vp + t * pf_step)
                     if use_eid:
-                        _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
+                        ep = raw_get(eid, k + pf_dist) * H
+                        if SEG == 1:                # (compile-time) elementwise weights: rows as long as G's
+                            for t in range(pf_lines):
+                                _prefetch_edge(w, gw, ep + t * pf_step)
+                        else:
+                            _prefetch_edge(w, gw, ep)
                 gb = raw_get(indices, k) * W
                 eb = edge_of(eid, use_eid, k) * H
+                if SEG == 1:                        # (compile-time) elementwise weights (E, W): no dots
+                    for j in range(W):
+                        g = to_acc(gx, load(G, gb + j))
+                        f = _factor(DIV, one, to_acc(gx, load(w, eb + j)))
+                        acc[j] += g * f
+                        store(gw, eb + j, _weight_grad(DIV, g * xr[j], f))
+                    continue
                 if SEG >= WIDE_HEAD:                # (compile-time) each head's dot is a register reduction in
                     for h in range(H):              # the loop; through prod[] measured 1.5-2.7x slower at
                         f = _factor(DIV, one, to_acc(gx, load(w, eb + h)))  # H = 1, W = 64
@@ -170,11 +186,24 @@ def _make_heads_rows(W, SEG, DIV):
                         store(gw, eb + h, _weight_grad(DIV, dot, f))
                     continue
                 for h in range(H):
-                    wv[h] = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
+                    wv[h] = to_acc(gx, load(w, eb + h))
+                if DIV:                             # (compile-time) the reciprocals in a loop of their own:
+                    for h in range(H):              # one vector division
+                        wv[h] = _factor(DIV, one, wv[h])
                 for j in range(W):                  # [W]: one G element feeds both products
                     g = to_acc(gx, load(G, gb + j))
                     acc[j] += g * wv[j // SEG]
                     prod[j] = g * xr[j]
+                if TREE:                            # (compile-time) fold every head's products in halves:
+                    half = SEG // 2                 # a step adds lanes [half, 2 half) of each head to its
+                    while half >= 1:                # first half, so each head's dot ends in its first lane
+                        for j in range(H * half):
+                            hs = (j // half) * SEG + j % half
+                            prod[hs] = prod[hs] + prod[hs + half]
+                        half //= 2
+                    for h in range(H):
+                        store(gw, eb + h, _weight_grad(DIV, prod[h * SEG], wv[h]))
+                    continue
                 for h in range(H):                  # each head's dot: a reduction of its SEG products
                     dot = zero
                     for d in range(SEG):
@@ -189,13 +218,33 @@ def _make_heads_rows(W, SEG, DIV):
 def _slot_order(W, SEG):
     """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` takes its weights in slot order (moved there
     and back by :func:`_permute`) rather than reading and writing them at each slot's edge id with a software
-    prefetch: only the register kernel of narrow heads (its products path, ``SEG <`` :data:`WIDE_HEAD`).
+    prefetch: only the register kernel of narrow heads (its products path, ``SEG <`` :data:`WIDE_HEAD`) where it
+    sums each head's products on its own (not :func:`_tree`).
     Measured in place over slot order (``benchmarks/edge_order.py``, 2 threads, AMD EPYC): on 10M edges
     ``H = 1`` with D = 64/128 0.84-0.99x, general heads (4, 16) 0.83-0.86x, (8, 16) 0.90-1.07x; on 2M edges
     0.71-1.07x; wide heads on both, (2, 64) 0.71-0.88x, (4, 32) 0.71-0.85x, (2, 32) 0.81-0.85x (2M only). The
     register kernel of 8 heads of 8 was bimodal on 10M edges in fp32, 0.80-1.33x over ten runs (five of them
-    1.16-1.33x), so it keeps the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M edges)."""
-    return W > 0 and SEG < WIDE_HEAD
+    1.16-1.33x), so it kept the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M edges); since
+    the twenty-fourth session that kernel folds its dots as a tree and reads the weights in place (see
+    :data:`TREE_SEGS`)."""
+    return W > 0 and 1 < SEG < WIDE_HEAD and not _tree(W, SEG)
+
+
+#: head widths whose dots the register kernel of :data:`TREE_WIDTH` columns folds across heads (:func:`_tree`),
+#: reading the weights in place. Measured against the kernels before (scratch A/B of the backward alone,
+#: 2 threads, AMD EPYC, median of 3-5 rounds; uniform graphs): 4 heads of 16 (the general row loop before)
+#: 0.72x fp32 and 0.69x bf16 on 2M edges, 0.95x and 0.69x on 10M; 8 heads of 8 (per-head sums in slot
+#: order before) 0.87x and 0.68x on 2M edges, 0.86x and 0.91x on 10M. Not kept elsewhere: at 128 columns the
+#: folded products spill (4 heads of 32: 2.5x the in-loop dots' time, 16 heads of 8: 1.7x), at 2 heads of
+#: 32 it took 1.3x the in-loop dots', at 16 heads of 4 1.05-1.3x the per-head sums'.
+TREE_SEGS = (8, 16)
+#: the row width of the folded-dots kernel: its row accumulator, widened ``x`` row and products fit in registers
+TREE_WIDTH = 64
+
+
+def _tree(W, SEG):
+    """Whether the register kernel of ``W // SEG`` heads of ``SEG`` folds its dots across heads."""
+    return W == TREE_WIDTH and SEG in TREE_SEGS
 
 
 #: edges per chunk of the column-blocked kernel (:func:`_make_wide_rows`): the chunk's per-head dot partials
@@ -289,11 +338,12 @@ WIDE_HEAD = 32
 #: take the column-blocked kernel when a :data:`WIDE_BLOCKS` width divides ``D``, else the general row loop
 BLOCK_WIDTHS = (64, 128)
 #: head widths ``D`` with a register-resident kernel for ``H = W // D`` heads: narrow ones through a products
-#: array, from :data:`WIDE_HEAD` on with each head's dot in the loop. Heads of 16 stay on the general row
-#: loop, whose per-head loops vectorise from D = 16 on: the in-loop dots took 1.3-1.55x its time there, the
-#: products array was even. Measured register kernel over general loop (2 threads, fp32 / bf16): narrow,
-#: 2M edges, (8, 8) fp32 38 against 62 ms; wide, 10M edges, (2, 64) 0.51 / 0.81x, (4, 32) 0.70 / 0.78x,
-#: (2, 32) 0.67 / 0.70x, and on 2M edges 0.64-0.84x
+#: array, from :data:`WIDE_HEAD` on with each head's dot in the loop. Heads of 16 take it only at 64 columns,
+#: where their dots fold across heads (:data:`TREE_SEGS`); elsewhere they stay on the general row loop,
+#: whose per-head loops vectorise from D = 16 on: the in-loop dots took 1.3-1.55x its time there, the
+#: products array with per-head sums was even. Measured register kernel over general loop (2 threads,
+#: fp32 / bf16): narrow, 2M edges, (8, 8) fp32 38 against 62 ms; wide, 10M edges, (2, 64) 0.51 / 0.81x,
+#: (4, 32) 0.70 / 0.78x, (2, 32) 0.67 / 0.70x, and on 2M edges 0.64-0.84x
 HEAD_SEGS = (2, 4, 8, 32, 64)
 
 
@@ -307,7 +357,7 @@ def _kernel_key(H, D):
     heads (``SEG = W``: one weight per edge), ``(0, 0, CB)`` column blocks of ``CB``, ``(0, 0, 0)`` the general
     row loop."""
     W = H * D
-    if W in BLOCK_WIDTHS and (H == 1 or D in HEAD_SEGS):
+    if W in BLOCK_WIDTHS and (H == 1 or D == 1 or D in HEAD_SEGS or _tree(W, D)):
         return W, D, 0
     for cb in WIDE_BLOCKS:
         if D % cb == 0:
