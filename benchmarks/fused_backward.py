@@ -97,7 +97,7 @@ def main(argv=None):
                         "bench": "fused_backward", "op": f"u_{op}_e_{red}", "operands": kind, "graph": args.graph,
                         "N": N, "E": E, "x_shape": list(x.shape[1:]), "w_shape": list(w.shape[1:]), "dtype": dname,
                         "threads": torch.get_num_threads(),
-                        "route_taken": "fused" if decide(_bcast(op, x, w), op) is not None else "composed",
+                        "route_taken": "fused" if decide(_bcast(op, x, w), op, dtype) is not None else "composed",
                         "fwd_ms": round(ms["fwd"], 2), "fwdbwd_composed_ms": round(ms["composed"], 2),
                         "fwdbwd_fused_ms": round(ms["fused"], 2),
                         "fused_over_composed": round(ms["fused"] / ms["composed"], 3),

@@ -172,7 +172,7 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
             G = rowwise_scale(G, deg, scaled_dtype, divide=True)
     fusable = (op in ("mul", "div") and need_lhs and need_rhs and G.dtype == lhs.dtype
                and not _double_backward(G, lhs, rhs))
-    heads = _weight_heads(bcast, op) if fusable else None
+    heads = _weight_heads(bcast, op, G.dtype) if fusable else None
     if heads is not None:
         # both gradients in one pass over the reversed graph: each G row is gathered once, not twice
         grad_lhs, grad_rhs = _dispatch.spmm_mul_backward(reversed_index(index), G.reshape(N_dst, bcast.F).contiguous(),
@@ -240,10 +240,10 @@ def _double_backward(*tensors):
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _weight_heads(bcast, op="mul"):
+def _weight_heads(bcast, op="mul", dtype=torch.float32):
     """``H`` when ``u_mul_e``'s (``u_div_e``'s) weights take the fused backward, else None: one scalar per edge
-    and head, or, for ``u_div_e`` on the CPU, elementwise rows of :data:`FUSED_ELEMENTWISE` columns (as ``H = F``
-    heads of one column).
+    and head, or, on the CPU, elementwise rows of :data:`FUSED_ELEMENTWISE` columns (as ``H = F`` heads of one
+    column) for ``u_div_e`` and for ``u_mul_e`` in fp32/fp64.
 
     The node operand must not broadcast (``lhs_shape == out_shape``). Weights constant along the last
     dimension: ``(E, H, 1)`` against ``(N, H, D)`` (GAT: ``H`` heads) or a scalar per edge (``H = 1``).
@@ -258,19 +258,21 @@ def _weight_heads(bcast, op="mul"):
         return None
     if bcast.rhs_shape == out and bcast.F > 1:
         cpu = bcast.device is None or torch.device(bcast.device).type == "cpu"
-        return bcast.F if cpu and op == "div" and bcast.F in FUSED_ELEMENTWISE else None
+        wide = dtype not in (torch.float16, torch.bfloat16)
+        return bcast.F if cpu and (op == "div" or wide) and bcast.F in FUSED_ELEMENTWISE else None
     return _rhs_block_heads(bcast)
 
 
-#: elementwise weight widths ``F`` whose ``u_div_e`` sum backward takes the fused CPU pass (the register kernel
-#: of one-column heads in ``_cpu/spmm_backward.py``: each edge's weight row read and its gradient written in
-#: place, no dots to reduce) instead of a gSpMM and a gSDDMM with a divisor epilogue. Measured
+#: elementwise weight widths ``F`` whose ``u_div_e`` sum backward, and ``u_mul_e``'s in fp32/fp64, take the fused
+#: CPU pass (the register kernel of one-column heads in ``_cpu/spmm_backward.py``: each edge's weight row read
+#: and its gradient written in place, no dots to reduce) instead of a gSpMM and a gSDDMM. Measured
 #: (``benchmarks/fused_backward.py``, uniform graph, 2M edges, 2 threads, AMD EPYC; forward+backward, fused
-#: over composed; ``benchmarks/results/fused_backward_elementwise_s24.jsonl`` and two earlier runs): div
-#: F = 64 0.89-0.93x fp32, 0.88-0.93x bf16, 0.92x fp16; F = 128 0.74-0.94x fp32, 0.84-0.99x bf16, 0.97x
-#: fp16. ``u_mul_e`` stays composed: 0.88-1.11x over the same runs, no gain beyond the noise. The fused
-#: backward reads two random rows per edge (``G``, the weights) and writes a third (their gradient), against
-#: the forward's two reads, so neither route reaches 2.5x the forward (3.4-4.4x fp32 in those runs)
+#: over composed, three runs, the last in ``benchmarks/results/fused_backward_elementwise_s24.jsonl``): div
+#: F = 64 0.89-0.93x fp32, 0.88-0.93x bf16, 0.86-0.92x fp16; F = 128 0.70-0.94x fp32, 0.84-1.03x bf16,
+#: 0.94-0.97x fp16; mul fp32 F = 64 0.63-1.04x, F = 128 0.81-0.96x. 16-bit ``u_mul_e`` stays composed: 0.85-1.11x,
+#: no gain beyond the noise. The fused backward reads two random rows per edge (``G``, the weights) and
+#: writes a third (their gradient), against the forward's two reads, so neither route reaches 2.5x the
+#: forward (3.0-4.3x fp32 in those runs)
 FUSED_ELEMENTWISE = (64, 128)
 
 

@@ -306,7 +306,8 @@ def spy():
     ((1,), (1,), 1),              # elementwise of one column: a scalar weight per edge
     ((3, 4), (3, 4), None),       # elementwise rows of several columns: the composed path
     ((40,), (40,), None),
-    ((64,), (64,), "div"),        # elementwise rows of 64 or 128 columns: fused for u_div_e on the CPU
+    ((64,), (64,), "div"),        # elementwise rows of 64 or 128 columns on the CPU: fused for u_div_e, and
+                                  # for u_mul_e in fp32/fp64
     ((2, 64), (2, 64), "div"),
     ((4, 16), (4, 16), "div"),
     ((4, 5), (1, 5), None),       # weight varies along D but not H: the composed path
@@ -317,7 +318,7 @@ def spy():
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_op_layer_fuses_exactly_the_per_head_layouts(spy, x_shape, w_shape, heads, reduce_op, dtype, op):
     if heads == "div":
-        heads = math.prod(x_shape) if op == "div" else None
+        heads = math.prod(x_shape) if op == "div" or dtype == torch.float64 else None
     index = _index("power_law", torch.int32)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn((index.num_src,) + x_shape, generator=gen).to(dtype)
