@@ -1026,6 +1026,27 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     C = {"one": 1, "heads": {64: 8, 128: 4, 6: 3, 1: 1}[F], "row": F}[cols]
     if cols == "heads" and C == 1:
         pytest.skip("one column has no heads")
+    _check_gather_with_edge_gradient(dtype, op, F, max_in, C, cols == "heads")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("H", [2, 4, 16, 32])
+@pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
+def test_gather_winners_folded_heads_match_plain_loops(dtype, op, H, max_in):
+    """GAT's heads on 64 columns, each compiled-in head width: 2, 4 and 16 heads (32, 16 and 4 columns; with
+    8 heads of 8, above) take the row loop that folds all heads' terms in halves together, 32 heads of 2 the
+    per-head sums; both gradients against float64 plain loops, with any thread count."""
+    from mpgraph.ops._cpu.scatter import GATHER_HEAD_SEGS, _gather_tree
+
+    assert 64 // H in GATHER_HEAD_SEGS
+    assert _gather_tree(64, 64 // H) == (H != 32) and not _gather_tree(128, 128 // H)
+    _check_gather_with_edge_gradient(dtype, op, 64, max_in, H, True)
+
+
+def _check_gather_with_edge_gradient(dtype, op, F, max_in, C, heads):
+    """``gather_winners(..., lhs=x)`` with ``C`` edge columns (``heads``: as GAT's ``(E, C, 1)`` against
+    ``(N, C, F // C)`` in the forward) against float64 plain loops, with one and two threads."""
     from mpgraph.ops._cpu._backend import _csr_slots
     from mpgraph.ops._cpu.scatter import gather_winners
 
@@ -1037,7 +1058,6 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     E = src.numel()
     x = rand((N, F), dtype, 8).to(dtype)
     w = rand((E, C), dtype, 9, positive=True).to(dtype)
-    heads = cols == "heads"     # GAT's (N, H, D) against (E, H, 1)
     _, winners, _ = K.gspmm(op, "min", indptr_c, indices_c, eid_c, x.reshape(N, C, F // C) if heads else x,
                             w.reshape(E, C, 1) if heads else w, need_arg="slots")
     winners = winners.reshape(N, F)

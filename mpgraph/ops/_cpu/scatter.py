@@ -231,7 +231,7 @@ def _div_grad(s, w, zero):
     return select((s == zero) & (not (w * w > zero)), zero, (zero - s) / (w * w))
 
 
-def _make_gather_rows(W, factor, SEG=0, EG=False):
+def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
     """Source rows ``[r0, r1)`` of :func:`gather_winners`: ``W`` columns, a compile-time constant (a stack
     accumulator LLVM keeps in vector registers), or ``W == 0`` (runtime ``F`` into the scratch row);
     ``factor`` (:data:`FACTORS`) says whether ``G`` is multiplied or divided by the edge's ``other`` row.
@@ -244,7 +244,10 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
     ``SEG``, the terms go to a vector like ``acc`` and the heads are summed after the row loop, ``NH`` lanes
     at a time: summed per head inside the loop (flat or nested) the pass measured 182-212 ms against 92-97 ms
     for the separate edge pass (8 heads of 8, fp32, 2M edges), since each edge then paid ``NH`` horizontal
-    reductions."""
+    reductions. ``TREE`` (:func:`_gather_tree`): the edge's head factors (div: their reciprocals) are spread
+    over a row vector, and the terms of all heads are folded in halves together (``log2 SEG`` steps of vector
+    adds) instead of summed head by head, and the source's row of ``x`` is widened once per row, not once per
+    edge; ``XROW``: that row too for one value per edge (``H == 1``)."""
     size = max(W, 1)
     NH = W // SEG if SEG > 0 else 1
 
@@ -256,12 +259,19 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
         bv = stack_acc(gx, NH)      # SEG > 0: the edge's head values
         tv = stack_acc(gx, size)    # SEG > 0 with EG: the edge gradient's terms
         dv = stack_acc(gx, NH)      # and each head's sum
+        rv = stack_acc(gx, NH if TREE else 1)       # TREE: the head values or their reciprocals (div)
+        bx = stack_acc(gx, size if TREE else 1)     # and those spread over the row, a vector like acc
+        xr = stack_acc(gx, size if EG else 1)       # the source's row of x in the accumulator type (TREE, XROW)
         zero = acc_zero(gx)
+        one = to_acc(gx, 1.0)
         g_line, w_line, o_line = line_elems(G), line_elems(win), line_elems(other)
         E_end = raw_get(indptr, indptr.size - 1)
         for r in range(r0, r1):
             for j in range(n):
                 acc[j] = zero
+            if EG and W > 0 and (TREE or XROW):     # the source's own row of x, widened once
+                for j in range(W):
+                    xr[j] = to_acc(gx, load(x, r * W + j))
             for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
                 if pf > 0 and k + pf < E_end:           # the G and winner rows pf edges ahead
                     vp = raw_get(indices, k + pf) * n
@@ -292,6 +302,35 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                             xv = to_acc(gx, load(x, r * n + j))
                             t = g * xv if factor == 1 else (zero - g * xv) / (o * o)
                             store(gw, ob + j, select(won, t, zero))
+                elif SEG > 0 and TREE:              # (compile-time) W // SEG heads, the row's products as vectors
+                    ob = raw_get(eid, k) * NH
+                    for i in range(NH):
+                        bv[i] = to_acc(gx, load(other, ob + i))
+                    for i in range(NH):             # div: the reciprocals in a loop of their own
+                        rv[i] = bv[i] if factor == 1 else one / bv[i]
+                    for j in range(W):              # each head's factor spread over its SEG columns
+                        bx[j] = rv[j // SEG]
+                    for j in range(W):
+                        g = to_acc(gx, load(G, b + j))
+                        won = raw_get(win, b + j) == me
+                        acc[j] += select(won, g * bx[j], zero)
+                        if EG:                      # the edge's terms G x where it won
+                            tv[j] = select(won, g * xr[j], zero)
+                    if EG:                          # fold every head's terms in halves, all heads at once:
+                        half = SEG // 2             # a step adds lanes [half, 2 half) of each head to its
+                        while half >= 1:            # first half, so each head's sum ends in its first lane
+                            for j in range(NH * half):
+                                hs = (j // half) * SEG + j % half
+                                tv[hs] = tv[hs] + tv[hs + half]
+                            half //= 2
+                        if factor == 1:
+                            for i in range(NH):
+                                store(gw, ob + i, tv[i * SEG])
+                        else:                       # -sum / w^2 of all heads as one vector, then stored
+                            for i in range(NH):
+                                dv[i] = _div_grad(tv[i * SEG], bv[i], zero)
+                            for i in range(NH):
+                                store(gw, ob + i, dv[i])
                 elif SEG > 0:                       # W // SEG heads, both compile-time constants
                     ob = raw_get(eid, k) * NH
                     for i in range(NH):
@@ -320,7 +359,9 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
                         m = g * o if factor == 1 else g / o
                         won = raw_get(win, b + j) == me
                         acc[j] += select(won, m, zero)
-                        if EG:
+                        if EG and W > 0 and XROW:   # (compile-time) the source's row, widened once per row
+                            dot += select(won, g * xr[j], zero)
+                        elif EG:
                             dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
                     if EG:
                         store(gw, e, dot if factor == 1 else _div_grad(dot, o, zero))
@@ -349,12 +390,27 @@ def _make_gather_rows(W, factor, SEG=0, EG=False):
 _GATHER_ROWS = {(W, f): _make_gather_rows(W, f) for W in GATHER_WIDTHS + (0,) for f in FACTORS.values()}
 #: head widths of the products' block broadcast with a compiled-in row loop (with ``W`` in :data:`GATHER_WIDTHS`)
 GATHER_HEAD_SEGS = (2, 4, 8, 16, 32, 64)
+#: head widths whose row loop of :data:`GATHER_TREE_WIDTH` columns keeps each edge's factors and terms as row
+#: vectors and folds the terms of all heads in halves (:func:`_make_gather_rows` with ``TREE``), as the sum
+#: backward's :data:`.spmm_backward.TREE_SEGS` do. Measured against the per-head sums (in-process A/B of
+#: ``gather_winners`` with both gradients, uniform graph, 2M edges, 2 threads, AMD EPYC, medians of 9-11
+#: alternating calls; ``u_mul_e``/``u_div_e`` max): 8 heads of 8 0.75-0.94x, 4 of 16 0.87-1.00x, 16 of 4
+#: 0.51-0.99x, 2 of 32 0.86-0.92x. Not taken: 32 heads of 2 (1.07-1.17x) and every head width at 128 columns
+#: (1.1-1.8x, except 32 heads of 4 in bf16), where the row vectors spill.
+GATHER_TREE_SEGS = (4, 8, 16, 32)
+#: the row width of that loop
+GATHER_TREE_WIDTH = 64
+
+
+def _gather_tree(W, SEG):
+    """Whether :func:`gather_winners` takes the folded row loop for ``W // SEG`` heads of ``SEG`` columns."""
+    return W == GATHER_TREE_WIDTH and SEG in GATHER_TREE_SEGS
 
 
 @functools.cache
-def _gather_kernel(W, factor, SEG=0, EG=False):
+def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    rows = _make_gather_rows(W, factor, SEG, EG) if SEG or EG else _GATHER_ROWS[W, factor]
+    rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW) if SEG or EG else _GATHER_ROWS[W, factor]
 
     @njit(cache=True, nogil=True)
     def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H, x, gw):
@@ -487,7 +543,11 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     factor = FACTORS[op]
     H = other.shape[1] if factor else F
     SEG = F // H if W and factor and 1 < H < F and F // H in GATHER_HEAD_SEGS else 0
-    run_parallel(_gather_kernel(W, factor, SEG, EG), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
+    # one weight per edge: the source's row of x widened once per row, for 32/64-bit x (16-bit: 1.04x the
+    # per-edge loads' time in the A/B of GATHER_TREE_SEGS; fp32 0.72-0.91x)
+    xrow = EG and H == 1 and lhs.dtype in (torch.float32, torch.float64)
+    run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow), nthreads, bounds, indptr_np,
+                 index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
                  kernel_view(gx), F, pf, index_view(eid.contiguous() if factor else None),
                  kernel_view(other.contiguous() if factor else grad[:0]), other.shape[1] if factor else F,
