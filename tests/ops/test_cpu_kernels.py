@@ -1031,17 +1031,20 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("op", ["mul", "div"])
-@pytest.mark.parametrize("H", [2, 4, 16, 32])
+@pytest.mark.parametrize("F, H", [(64, 2), (64, 4), (64, 16), (64, 32), (128, 32)],
+                         ids=["64x2", "64x4", "64x16", "64x32", "128x32"])
 @pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
-def test_gather_winners_folded_heads_match_plain_loops(dtype, op, H, max_in):
-    """GAT's heads on 64 columns, each compiled-in head width: 2, 4 and 16 heads (32, 16 and 4 columns; with
-    8 heads of 8, above) take the row loop that folds all heads' terms in halves together, 32 heads of 2 the
-    per-head sums; both gradients against float64 plain loops, with any thread count."""
-    from mpgraph.ops._cpu.scatter import GATHER_HEAD_SEGS, _gather_tree
+def test_gather_winners_folded_heads_match_plain_loops(dtype, op, F, H, max_in):
+    """GAT's heads, each compiled-in head width on 64 columns: 2, 4 and 16 heads (32, 16 and 4 columns; with
+    8 heads of 8, above) take the row loop that folds all heads' terms in halves together; 32 heads of 2 on 64
+    columns and of 4 on 128 the per-head sums with one vector of ``-s / w^2``; both gradients against float64
+    plain loops, with any thread count."""
+    from mpgraph.ops._cpu.scatter import GATHER_HEAD_SEGS, GATHER_VDIV_SEGS, _gather_tree
 
-    assert 64 // H in GATHER_HEAD_SEGS
-    assert _gather_tree(64, 64 // H) == (H != 32) and not _gather_tree(128, 128 // H)
-    _check_gather_with_edge_gradient(dtype, op, 64, max_in, H, True)
+    assert F // H in GATHER_HEAD_SEGS
+    assert _gather_tree(F, F // H) == (F == 64 and H != 32)
+    assert (F // H in GATHER_VDIV_SEGS and not _gather_tree(F, F // H)) == (H == 32)
+    _check_gather_with_edge_gradient(dtype, op, F, max_in, H, True)
 
 
 def _check_gather_with_edge_gradient(dtype, op, F, max_in, C, heads):

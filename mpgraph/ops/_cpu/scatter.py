@@ -231,7 +231,7 @@ def _div_grad(s, w, zero):
     return select((s == zero) & (not (w * w > zero)), zero, (zero - s) / (w * w))
 
 
-def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
+def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False):
     """Source rows ``[r0, r1)`` of :func:`gather_winners`: ``W`` columns, a compile-time constant (a stack
     accumulator LLVM keeps in vector registers), or ``W == 0`` (runtime ``F`` into the scratch row);
     ``factor`` (:data:`FACTORS`) says whether ``G`` is multiplied or divided by the edge's ``other`` row.
@@ -247,7 +247,8 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
     reductions. ``TREE`` (:func:`_gather_tree`): the edge's head factors (div: their reciprocals) are spread
     over a row vector, and the terms of all heads are folded in halves together (``log2 SEG`` steps of vector
     adds) instead of summed head by head, and the source's row of ``x`` is widened once per row, not once per
-    edge; ``XROW``: that row too for one value per edge (``H == 1``)."""
+    edge; ``XROW``: that row too for one value per edge (``H == 1``); ``VDIV`` (:data:`GATHER_VDIV_SEGS`): the
+    per-head sums with that row, ``u_div_e``'s reciprocals and its edge gradient as one vector."""
     size = max(W, 1)
     NH = W // SEG if SEG > 0 else 1
 
@@ -259,7 +260,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
         bv = stack_acc(gx, NH)      # SEG > 0: the edge's head values
         tv = stack_acc(gx, size)    # SEG > 0 with EG: the edge gradient's terms
         dv = stack_acc(gx, NH)      # and each head's sum
-        rv = stack_acc(gx, NH if TREE else 1)       # TREE: the head values or their reciprocals (div)
+        rv = stack_acc(gx, NH if TREE or VDIV else 1)   # the head values or their reciprocals (div)
         bx = stack_acc(gx, size if TREE else 1)     # and those spread over the row, a vector like acc
         xr = stack_acc(gx, size if EG else 1)       # the source's row of x in the accumulator type (TREE, XROW)
         zero = acc_zero(gx)
@@ -269,7 +270,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
         for r in range(r0, r1):
             for j in range(n):
                 acc[j] = zero
-            if EG and W > 0 and (TREE or XROW):     # the source's own row of x, widened once
+            if EG and W > 0 and (TREE or XROW or VDIV):     # the source's own row of x, widened once
                 for j in range(W):
                     xr[j] = to_acc(gx, load(x, r * W + j))
             for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
@@ -335,12 +336,20 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
                     ob = raw_get(eid, k) * NH
                     for i in range(NH):
                         bv[i] = to_acc(gx, load(other, ob + i))
+                    if VDIV and factor == 2:        # (compile-time) the reciprocals in a loop of their own
+                        for i in range(NH):
+                            rv[i] = one / bv[i]
                     for j in range(W):
                         g = to_acc(gx, load(G, b + j))
-                        m = g * bv[j // SEG] if factor == 1 else g / bv[j // SEG]
+                        if VDIV and factor == 2:
+                            m = g * rv[j // SEG]
+                        else:
+                            m = g * bv[j // SEG] if factor == 1 else g / bv[j // SEG]
                         won = raw_get(win, b + j) == me
                         acc[j] += select(won, m, zero)
-                        if EG:                      # the edge's terms G x where it won, a vector like acc
+                        if EG and VDIV:             # the source's row widened once per row
+                            tv[j] = select(won, g * xr[j], zero)
+                        elif EG:                    # the edge's terms G x where it won, a vector like acc
                             tv[j] = select(won, g * to_acc(gx, load(x, r * n + j)), zero)
                     if EG:                          # each head's sum of its SEG terms, NH lanes at a time
                         for i in range(NH):
@@ -348,8 +357,14 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
                         for d in range(1, SEG):
                             for i in range(NH):
                                 dv[i] += tv[i * SEG + d]
-                        for i in range(NH):
-                            store(gw, ob + i, dv[i] if factor == 1 else _div_grad(dv[i], bv[i], zero))
+                        if VDIV and factor == 2:    # -sum / w^2 of all heads as one vector, then stored
+                            for i in range(NH):
+                                dv[i] = _div_grad(dv[i], bv[i], zero)
+                            for i in range(NH):
+                                store(gw, ob + i, dv[i])
+                        else:
+                            for i in range(NH):
+                                store(gw, ob + i, dv[i] if factor == 1 else _div_grad(dv[i], bv[i], zero))
                 elif H == 1:                        # one value per edge: a scalar broadcast over the row
                     e = raw_get(eid, k)
                     o = to_acc(gx, load(other, e))
@@ -403,15 +418,24 @@ GATHER_TREE_SEGS = (4, 8, 16, 32)
 GATHER_TREE_WIDTH = 64
 
 
+#: head widths whose per-head sums (heads not folded, :func:`_gather_tree`) take ``u_div_e``'s reciprocals in a
+#: loop of their own and its ``-s / w^2`` for all heads as one vector, and widen the source's row of ``x`` once
+#: per row (:func:`_make_gather_rows` with ``VDIV``). Measured as :data:`GATHER_TREE_SEGS` (one round, medians
+#: of 11 alternating calls, against the same loop without): ``u_div_e`` max with 32 heads of 4 on 128 columns
+#: 0.72-0.74x, 32 heads of 2 on 64 0.68-0.76x; ``u_mul_e`` 0.94-0.99x. Wider heads (8-32 columns on 128) took
+#: 0.93-1.09x, so they keep the per-column divisions.
+GATHER_VDIV_SEGS = (2, 4)
+
+
 def _gather_tree(W, SEG):
     """Whether :func:`gather_winners` takes the folded row loop for ``W // SEG`` heads of ``SEG`` columns."""
     return W == GATHER_TREE_WIDTH and SEG in GATHER_TREE_SEGS
 
 
 @functools.cache
-def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False):
+def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW) if SEG or EG else _GATHER_ROWS[W, factor]
+    rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW, VDIV) if SEG or EG else _GATHER_ROWS[W, factor]
 
     @njit(cache=True, nogil=True)
     def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H, x, gw):
@@ -547,7 +571,8 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     # one weight per edge: the source's row of x widened once per row, for 32/64-bit x (16-bit: 1.04x the
     # per-edge loads' time in the A/B of GATHER_TREE_SEGS; fp32 0.72-0.91x)
     xrow = EG and H == 1 and lhs.dtype in (torch.float32, torch.float64)
-    run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow), nthreads, bounds, indptr_np,
+    vdiv = SEG in GATHER_VDIV_SEGS and not _gather_tree(W, SEG)
+    run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow, vdiv), nthreads, bounds, indptr_np,
                  index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
                  kernel_view(gx), F, pf, index_view(eid.contiguous() if factor else None),
