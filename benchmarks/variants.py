@@ -10,7 +10,10 @@ For each variant and dtype one JSON line: the median milliseconds of the forward
 (``fwd_ms``) and of a forward+backward (``fwdbwd_ms``: leaves re-created with ``requires_grad`` each call,
 and ``backward(seed)`` with an upstream gradient of ones made once before the timing, as a training step
 receives it from the next layer's backward), timed round-robin in one process, and their ratio
-``fwdbwd_over_fwd`` (the issue's <= 2.5x target). ``seed_ms`` times making that gradient (``ones_like`` of
+``fwdbwd_over_fwd`` (the issue's <= 2.5x target). ``faults`` lists the minor page faults of the process
+(all threads) in each of 3 more forward+backward calls after the timing: a fresh 100k x 64 float32
+buffer costs 6,250 of them, about 20 ms here, which a ratio alone does not tell from a slow kernel.
+``seed_ms`` times making that gradient (``ones_like`` of
 the output: a fresh allocation, whose page faults make it cost about half a forward on the 10M-edge graph);
 up to the eighteenth session it was inside ``fwdbwd_ms``, and ``fwdbwd_with_seed_over_fwd`` is the ratio by
 that older definition. The seed is checked unchanged after the timing. Edge weights are drawn in [0.5, 1.5)
@@ -23,6 +26,7 @@ so divisions stay finite. Usage::
 import argparse
 import json
 import os
+import resource
 import sys
 
 import torch
@@ -105,12 +109,17 @@ def main(argv=None):
                 fwdbwd()        # warm-up; makes the seed
             ms = timed({"fwd": fwd, "fwdbwd": fwdbwd, "seed": remake_seed(fwdbwd)}, args.reps)
             check_seed(fwdbwd, name)
+            faults = []
+            for _ in range(3):
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                fwdbwd()
+                faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
             print(json.dumps({
                 "bench": "variants", "op": name, "operands": kinds, "graph": args.graph, "N": N, "E": E, "D": D,
                 **({"H": args.heads} if kinds == "uh,eh" else {}),
                 "dtype": dname, "threads": torch.get_num_threads(), "backends": sorted(set(seen)),
                 "fwd_ms": round(ms["fwd"], 3), "fwdbwd_ms": round(ms["fwdbwd"], 3),
-                **seed_fields(ms["fwd"], ms["fwdbwd"], ms["seed"])}), flush=True)
+                **seed_fields(ms["fwd"], ms["fwdbwd"], ms["seed"]), "faults": faults}), flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from mpgraph.ops._cpu import _buffers
 
 MIN = _buffers.CACHE_MIN_BYTES
 BIG = (MIN // 4 + 1024,)          # float32 elements just above the cache's threshold
+BIG_BLOCK = -(-BIG[0] * 4 // _buffers.BLOCK_ROUND) * _buffers.BLOCK_ROUND     # the block BIG takes
 
 
 @pytest.fixture
@@ -77,16 +78,18 @@ def test_outputs_are_plain_tensors(cache):
 
 
 def test_the_limit_evicts_free_blocks_and_bypasses_when_full(cache, monkeypatch):
-    monkeypatch.setenv(_buffers.ENV, "100")           # room for two 34 MiB blocks, not three
+    limit = (2 * BIG_BLOCK + BIG_BLOCK // 2) >> 20
+    monkeypatch.setenv(_buffers.ENV, str(limit))      # room for two of BIG's blocks, not three
     a, b = _empty(BIG), _empty(BIG)
     c = _empty(BIG)                                   # both blocks in use: allocated outside the cache
     info = cache.cache_info()
-    assert info["bypassed"] == 1 and info["blocks"] == 2 and info["held_bytes"] <= 100 << 20
+    assert info["bypassed"] == 1 and info["blocks"] == 2 and info["held_bytes"] <= limit << 20
     del a, c
-    d = _empty((MIN // 4 + (4 << 20),))               # another size: a's free block is evicted for it
+    other = (BIG_BLOCK + _buffers.BLOCK_ROUND) // 4   # another size (one block larger): a's free block is
+    d = _empty((other,))                              # evicted for it, b's and d's fit the limit
     info = cache.cache_info()
-    assert info["blocks"] == 2 and info["held_bytes"] <= 100 << 20 and info["bypassed"] == 1
-    assert d.numel() == MIN // 4 + (4 << 20) and b.numel() == BIG[0]
+    assert info["blocks"] == 2 and info["held_bytes"] <= limit << 20 and info["bypassed"] == 1
+    assert d.numel() == other and b.numel() == BIG[0]
 
 
 def test_zero_turns_the_cache_off_and_small_outputs_never_use_it(cache, monkeypatch):

@@ -5,7 +5,12 @@ large output costs, on every call, a page fault per page and the kernel's zeroin
 the kernel writes it. A training loop asks for the same sizes every step (the forward's ``(N, D)``
 result, the ``(E, D)`` gradient of an edge operand), so the pages of the last step can serve the next:
 a 2M x 64 float32 max/min edge gradient took 20 ms into a reused buffer against 58 ms into a fresh one
-(``benchmarks/buffer_cache.py`` measures it).
+(``benchmarks/buffer_cache.py`` measures it). Smaller buffers fault too: glibc's heap gives freed memory
+back to the system once enough of it lies free at its top, so in a forward+backward loop a 100k x 64
+float32 gradient (25.6 MB) was paged in afresh on up to every call, 6,250 faults (about 20 ms) each time:
+41 of the 80 variants of ``benchmarks/variants.py`` faulted so in some of 4 calls in a row after warm-up,
+none with this threshold (twenty-sixth session). Hence the 4 MiB
+threshold (it was 32 MiB up to that session); ``faults`` in that benchmark's lines counts them.
 
 How: a block is a ``torch.UntypedStorage`` kept in :data:`_BLOCKS`. An output of at least
 :data:`CACHE_MIN_BYTES` is a tensor *set on* a block (``Tensor.set_``: not a view, so autograd and
@@ -33,9 +38,9 @@ import torch
 
 __all__ = ["CACHE_MIN_BYTES", "limit_bytes", "take", "cached_empty", "empty_cache", "cache_info"]
 
-#: outputs at least this large come from the cache (glibc's largest mmap threshold: smaller ones are
-#: recycled by malloc itself)
-CACHE_MIN_BYTES = 32 << 20
+#: outputs at least this large come from the cache: glibc re-faults freed buffers of a few MiB and more
+#: (see above), and below this the faults and the 2 MiB rounding of the blocks stop paying
+CACHE_MIN_BYTES = 4 << 20
 #: block sizes are rounded up to this (one huge page), so near sizes share blocks
 BLOCK_ROUND = 2 << 20
 #: the default limit, MiB, before the memory cap below

@@ -606,8 +606,8 @@ def atomic_fetch_add(typingctx, arr, idx, val):
     return sig, codegen
 
 
-#: outputs at least this large are advised as transparent huge pages (glibc serves allocations above
-#: 32 MiB, its largest mmap threshold, from fresh zero pages on every call): the same bound as the cache's
+#: outputs at least this large are advised as transparent huge pages (glibc serves freed buffers of a few
+#: MiB and more from fresh zero pages again, see ``_buffers``): the same bound as the cache's
 HUGE_PAGE_MIN_BYTES = _buffers.CACHE_MIN_BYTES
 _MADV_HUGEPAGE = 14  # Linux <sys/mman.h>
 _MADVISE = []
