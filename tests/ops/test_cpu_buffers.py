@@ -11,7 +11,7 @@ from mpgraph.ops._cpu import _buffers
 
 MIN = _buffers.CACHE_MIN_BYTES
 BIG = (MIN // 4 + 1024,)          # float32 elements just above the cache's threshold
-BIG_BLOCK = -(-BIG[0] * 4 // _buffers.BLOCK_ROUND) * _buffers.BLOCK_ROUND     # the block BIG takes
+BIG_BLOCK = _buffers.block_bytes(BIG[0] * 4)     # the block BIG takes
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_the_limit_evicts_free_blocks_and_bypasses_when_full(cache, monkeypatch)
     info = cache.cache_info()
     assert info["bypassed"] == 1 and info["blocks"] == 2 and info["held_bytes"] <= limit << 20
     del a, c
-    other = (BIG_BLOCK + _buffers.BLOCK_ROUND) // 4   # another size (one block larger): a's free block is
+    other = BIG_BLOCK * 5 // 16                       # another size (a quarter larger): a's free block is
     d = _empty((other,))                              # evicted for it, b's and d's fit the limit
     info = cache.cache_info()
     assert info["blocks"] == 2 and info["held_bytes"] <= limit << 20 and info["bypassed"] == 1
@@ -203,3 +203,23 @@ def test_resizing_a_cached_output_grows_its_block(cache):
     del a
     b = _empty(BIG)                                        # the grown block no longer matches this size
     assert cache.cache_info()["hits"] == 0 and b.numel() == BIG[0]
+
+
+def test_block_sizes_round_finely_below_32_mib_and_to_huge_pages_above():
+    fine, coarse = _buffers.BLOCK_ROUND_FINE, _buffers.BLOCK_ROUND
+    assert _buffers.block_bytes(4_560_000) == 18 * fine            # an (E, 1) float32 tensor of 1.14M edges
+    assert _buffers.block_bytes(4_560_000) - 4_560_000 < fine      # (a 2 MiB step would waste 1.4 MB of 6 MiB)
+    assert _buffers.block_bytes(18 * fine) == 18 * fine
+    assert _buffers.block_bytes(_buffers.ROUND_FINE_BELOW) == _buffers.ROUND_FINE_BELOW
+    assert _buffers.block_bytes(_buffers.ROUND_FINE_BELOW + 1) == _buffers.ROUND_FINE_BELOW + coarse
+    assert _buffers.block_bytes(25_600_000) % fine == 0 and _buffers.block_bytes(25_600_000) < 25_600_000 + fine
+
+
+def test_a_mid_sized_output_is_cached(cache):
+    # 100k x 64 float32 (25.6 MB, below the C library's 32 MiB mmap bound): glibc re-faulted such freed
+    # gradients on up to every call of a forward+backward loop, so the cache serves them
+    a = _empty((100_000, 64))
+    ptr = a.data_ptr()
+    del a
+    assert _empty((100_000, 64)).data_ptr() == ptr
+    assert cache.cache_info()["hits"] == 1 and cache.cache_info()["misses"] == 1

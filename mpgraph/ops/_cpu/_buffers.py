@@ -18,8 +18,8 @@ in-place ops treat it as any fresh tensor). A block is free again when nothing b
 storage: its C++ use count is back to the one reference of its Python object (tensors, their views and
 ``numpy()`` arrays each hold one more), and that Python object (which ``untyped_storage()`` of any of
 its tensors returns) has no more Python references than when the block was made. So no memory anyone
-can still reach is handed out twice. Blocks are matched by exact size
-(rounded up to 2 MiB), the way a training loop repeats its shapes.
+can still reach is handed out twice. Blocks are matched by exact size (rounded up to 2 MiB, or to 256 KiB
+below 32 MiB: :func:`block_bytes`), the way a training loop repeats its shapes.
 
 Bounds: every block the cache holds, in use or free, counts against :func:`limit_bytes`
 (``MPGRAPH_CPU_CACHE_MB``, read at every call; default the smaller of 2048 MiB and an eighth of the
@@ -36,13 +36,17 @@ import threading
 
 import torch
 
-__all__ = ["CACHE_MIN_BYTES", "limit_bytes", "take", "cached_empty", "empty_cache", "cache_info"]
+__all__ = ["CACHE_MIN_BYTES", "limit_bytes", "block_bytes", "take", "cached_empty", "empty_cache", "cache_info"]
 
 #: outputs at least this large come from the cache: glibc re-faults freed buffers of a few MiB and more
-#: (see above), and below this the faults and the 2 MiB rounding of the blocks stop paying
+#: (see above); below this the faults cost less
 CACHE_MIN_BYTES = 4 << 20
 #: block sizes are rounded up to this (one huge page), so near sizes share blocks
 BLOCK_ROUND = 2 << 20
+#: below :data:`ROUND_FINE_BELOW` bytes, to this: a 4.6 MB output in a 6 MiB block wasted a quarter of it
+#: (the fp32 (E, 1) tensors of `mpgraph bench precision`'s GAT: 11 such blocks, 16 MB unused)
+BLOCK_ROUND_FINE = 256 << 10
+ROUND_FINE_BELOW = 32 << 20
 #: the default limit, MiB, before the memory cap below
 DEFAULT_LIMIT_MB = 2048
 ENV = "MPGRAPH_CPU_CACHE_MB"
@@ -120,13 +124,20 @@ def _free(block):
     return _use_count(block.storage._cdata) == 1 and _refs(block) == block.idle_refs
 
 
+def block_bytes(nbytes):
+    """The size of the block that serves ``nbytes``: rounded up to :data:`BLOCK_ROUND`, or below
+    :data:`ROUND_FINE_BELOW` to :data:`BLOCK_ROUND_FINE`."""
+    step = BLOCK_ROUND_FINE if nbytes < ROUND_FINE_BELOW else BLOCK_ROUND
+    return -(-nbytes // step) * step
+
+
 def take(nbytes, on_new=None):
     """A storage of at least ``nbytes`` bytes from the cache, or None when the caller should allocate itself.
 
     ``on_new(storage)`` runs on a block the first time it is made (the huge-page advice), before any write.
     """
     limit = limit_bytes()
-    size = -(-nbytes // BLOCK_ROUND) * BLOCK_ROUND
+    size = block_bytes(nbytes)
     if nbytes < CACHE_MIN_BYTES or size > limit:
         return None
     with _LOCK:
