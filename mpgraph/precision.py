@@ -113,7 +113,7 @@ def rowwise_scale(x, s, out_dtype, divide=False):
     CPU, torch computes a 16-bit tensor times a float32 one element by element through a generic
     converting path (measured ~10x slower than this for N=100k x 128 bf16); there the rows go through one
     reused scratch block in the wider dtype instead: the same values, bit for bit. A CPU result (and that
-    scratch block) of 4 MiB or more is allocated from the CPU kernels' buffer cache
+    scratch block) of 1 MiB or more is allocated from the CPU kernels' buffer cache
     (:func:`mpgraph.ops.cpu_cache_info`), as the kernels' own outputs are.
 
     Parameters

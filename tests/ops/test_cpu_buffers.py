@@ -223,3 +223,45 @@ def test_a_mid_sized_output_is_cached(cache):
     del a
     assert _empty((100_000, 64)).data_ptr() == ptr
     assert cache.cache_info()["hits"] == 1 and cache.cache_info()["misses"] == 1
+
+
+def test_a_free_block_up_to_a_quarter_larger_serves_a_smaller_request(cache):
+    # mini-batches and graphs of several sizes: an output a little smaller than a free block reuses it
+    # (with exact sizes only, every new size made a block, and the cache grew towards its limit)
+    n = 4 * BIG[0]                                      # float32 elements: a 16 MiB block
+    a = _empty((n,))
+    ptr = a.data_ptr()
+    del a
+    b = _empty((n * 9 // 10,))                          # within a quarter of the free block: reused
+    assert b.data_ptr() == ptr and b.numel() == n * 9 // 10 and b.untyped_storage().nbytes() >= n * 4
+    b.fill_(3.0)
+    assert bool((b == 3.0).all())
+    del b
+    c = _empty((n // 2,))                               # half the size: the block would waste too much
+    assert c.data_ptr() != ptr
+    info = cache.cache_info()
+    assert info["hits"] == 1 and info["misses"] == 2 and info["blocks"] == 2
+    d = _empty((n,))                                    # the original size again: the free 16 MiB block
+    assert d.data_ptr() == ptr and cache.cache_info()["hits"] == 2
+
+
+def test_the_smallest_fitting_free_block_is_taken(cache):
+    n = 4 * BIG[0]
+    big, small = _empty((n * 6 // 5,)), _empty((n,))    # two free blocks that could both serve n floats
+    p_small = small.data_ptr()
+    del big, small
+    assert _empty((n,)).data_ptr() == p_small
+
+
+def test_peak_in_use_is_the_most_held_at_once_not_the_sum_of_blocks(cache):
+    assert cache.reset_peak_in_use() == 0
+    a = _empty(BIG)
+    del a                                               # freed before the next: one block's bytes at once
+    b = _empty((BIG[0] * 2,))                           # another size class: a second block
+    assert cache.cache_info()["blocks"] == 2
+    b_block = cache.block_bytes(BIG[0] * 2 * 4)
+    assert cache.peak_in_use() == b_block == cache.in_use_bytes() < cache.held_bytes()
+    c = _empty(BIG)                                     # the first block again, with b alive
+    assert cache.peak_in_use() == b_block + BIG_BLOCK
+    del b, c
+    assert cache.in_use_bytes() == 0 and cache.peak_in_use() == b_block + BIG_BLOCK

@@ -9,8 +9,9 @@ a 2M x 64 float32 max/min edge gradient took 20 ms into a reused buffer against 
 back to the system once enough of it lies free at its top, so in a forward+backward loop a 100k x 64
 float32 gradient (25.6 MB) was paged in afresh on up to every call, 6,250 faults (about 20 ms) each time:
 41 of the 80 variants of ``benchmarks/variants.py`` faulted so in some of 4 calls in a row after warm-up,
-none with this threshold (twenty-sixth session). Hence the 4 MiB
-threshold (it was 32 MiB up to that session); ``faults`` in that benchmark's lines counts them.
+none with a 4 MiB threshold but the 4.0 MB bf16 weight gradients of one weight per edge (about 980 faults
+in some calls), none at all with 1 MiB (twenty-sixth session). Hence the 1 MiB threshold (32 MiB up to that
+session); ``faults`` in that benchmark's lines counts them.
 
 How: a block is a ``torch.UntypedStorage`` kept in :data:`_BLOCKS`. An output of at least
 :data:`CACHE_MIN_BYTES` is a tensor *set on* a block (``Tensor.set_``: not a view, so autograd and
@@ -18,8 +19,9 @@ in-place ops treat it as any fresh tensor). A block is free again when nothing b
 storage: its C++ use count is back to the one reference of its Python object (tensors, their views and
 ``numpy()`` arrays each hold one more), and that Python object (which ``untyped_storage()`` of any of
 its tensors returns) has no more Python references than when the block was made. So no memory anyone
-can still reach is handed out twice. Blocks are matched by exact size (rounded up to 2 MiB, or to 256 KiB
-below 32 MiB: :func:`block_bytes`), the way a training loop repeats its shapes.
+can still reach is handed out twice. A request takes the smallest free block of its size (rounded up to
+2 MiB, or to 256 KiB below 32 MiB: :func:`block_bytes`) up to a quarter more (:data:`FIT_SLACK`): a
+training loop repeats its shapes, and mini-batches of varying sizes share blocks.
 
 Bounds: every block the cache holds, in use or free, counts against :func:`limit_bytes`
 (``MPGRAPH_CPU_CACHE_MB``, read at every call; default the smaller of 2048 MiB and an eighth of the
@@ -36,17 +38,24 @@ import threading
 
 import torch
 
-__all__ = ["CACHE_MIN_BYTES", "limit_bytes", "block_bytes", "take", "cached_empty", "empty_cache", "cache_info"]
+__all__ = ["CACHE_MIN_BYTES", "limit_bytes", "block_bytes", "take", "cached_empty", "in_use_bytes", "held_bytes",
+           "reset_peak_in_use", "peak_in_use",
+           "empty_cache", "cache_info"]
 
 #: outputs at least this large come from the cache: glibc re-faults freed buffers of a few MiB and more
 #: (see above); below this the faults cost less
-CACHE_MIN_BYTES = 4 << 20
+CACHE_MIN_BYTES = 1 << 20
 #: block sizes are rounded up to this (one huge page), so near sizes share blocks
 BLOCK_ROUND = 2 << 20
 #: below :data:`ROUND_FINE_BELOW` bytes, to this: a 4.6 MB output in a 6 MiB block wasted a quarter of it
 #: (the fp32 (E, 1) tensors of `mpgraph bench precision`'s GAT: 11 such blocks, 16 MB unused)
 BLOCK_ROUND_FINE = 256 << 10
 ROUND_FINE_BELOW = 32 << 20
+#: a free block up to 1/FIT_SLACK larger than a request serves it (the smallest such): outputs whose sizes
+#: vary from call to call (mini-batches, graphs of several sizes) then reuse blocks instead of each making
+#: one; with exact sizes only, 120 backward calls of copy_u mean on graphs of 40k-100k nodes grew the cache
+#: to 96 blocks, 1.65 GiB (twenty-sixth session)
+FIT_SLACK = 4
 #: the default limit, MiB, before the memory cap below
 DEFAULT_LIMIT_MB = 2048
 ENV = "MPGRAPH_CPU_CACHE_MB"
@@ -64,6 +73,7 @@ def _reset_after_fork():
     _BLOCKS.clear()
     for k in _STATS:
         _STATS[k] = 0
+    _PEAK["in_use"] = 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -141,11 +151,20 @@ def take(nbytes, on_new=None):
     if nbytes < CACHE_MIN_BYTES or size > limit:
         return None
     with _LOCK:
+        best = None                                 # the smallest free block that is large enough, within slack
         for i, block in enumerate(_BLOCKS):
-            if block.nbytes() == size and _free(block):
-                _BLOCKS.append(_BLOCKS.pop(i))      # most recently used last
-                _STATS["hits"] += 1
-                return block.storage
+            have = block.nbytes()
+            if size <= have <= size + size // FIT_SLACK and (best is None or have < _BLOCKS[best].nbytes()) \
+                    and _free(block):
+                best = i
+                if have == size:
+                    break
+        if best is not None:
+            block = _BLOCKS.pop(best)
+            _BLOCKS.append(block)                   # most recently used last
+            _STATS["hits"] += 1
+            _note_in_use(block)
+            return block.storage
         held = sum(b.nbytes() for b in _BLOCKS)
         i = 0
         while held + size > limit and i < len(_BLOCKS):
@@ -161,6 +180,7 @@ def take(nbytes, on_new=None):
             on_new(block.storage)
         _BLOCKS.append(block)
         _STATS["misses"] += 1
+        _note_in_use(block)
         return block.storage
 
 
@@ -170,6 +190,40 @@ def cached_empty(shape, dtype, on_new=None):
     shape = tuple(int(n) for n in shape)
     block = take(math.prod(shape) * dtype.itemsize, on_new)
     return None if block is None else torch.empty(0, dtype=dtype).set_(block, 0, shape)
+
+
+_PEAK = {"in_use": 0}   # the most bytes of blocks in use at once, seen at hand-outs (:func:`peak_in_use`)
+
+
+def _note_in_use(given):
+    """(Under the lock, at a hand-out of ``given``, the only moment the bytes in use can rise; nothing holds
+    ``given`` yet.)"""
+    _PEAK["in_use"] = max(_PEAK["in_use"], sum(b.nbytes() for b in _BLOCKS if b is given or not _free(b)))
+
+
+def in_use_bytes():
+    """Bytes of the blocks some tensor, view or handle still reaches."""
+    with _LOCK:
+        return sum(b.nbytes() for b in _BLOCKS if not _free(b))
+
+
+def held_bytes():
+    """Bytes of all blocks the cache holds, in use or free."""
+    with _LOCK:
+        return sum(b.nbytes() for b in _BLOCKS)
+
+
+def reset_peak_in_use():
+    """Start a new :func:`peak_in_use` window at the bytes in use now; returns them."""
+    with _LOCK:
+        _PEAK["in_use"] = sum(b.nbytes() for b in _BLOCKS if not _free(b))
+        return _PEAK["in_use"]
+
+
+def peak_in_use():
+    """The most bytes of blocks in use at once since :func:`reset_peak_in_use` (checked at each hand-out,
+    when it can rise)."""
+    return _PEAK["in_use"]
 
 
 def empty_cache():
