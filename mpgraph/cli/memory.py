@@ -114,7 +114,8 @@ class PeakMemory:
         if self._cache0 is None or cache is None:
             return 0
         held0, in_use0 = self._cache0
-        return max(0, cache.peak_in_use() - in_use0) - max(0, cache.held_bytes() - held0)
+        self._cache0 = None
+        return max(0, cache.end_peak_in_use() - in_use0) - max(0, cache.held_bytes() - held0)
 
 
 class StepMemory:

@@ -264,4 +264,7 @@ def test_peak_in_use_is_the_most_held_at_once_not_the_sum_of_blocks(cache):
     c = _empty(BIG)                                     # the first block again, with b alive
     assert cache.peak_in_use() == b_block + BIG_BLOCK
     del b, c
-    assert cache.in_use_bytes() == 0 and cache.peak_in_use() == b_block + BIG_BLOCK
+    assert cache.in_use_bytes() == 0 and cache.end_peak_in_use() == b_block + BIG_BLOCK
+    d = _empty((BIG[0] * 4,))                           # no window open: hand-outs leave the peak alone
+    assert cache.peak_in_use() == b_block + BIG_BLOCK
+    del d
