@@ -27,6 +27,8 @@ from tolerances import assert_close
 HERE = Path(__file__).resolve()
 
 SPLIT = 8
+#: where the checks put graphs and tensors: the CPU in the interpreter worker, CUDA in ``test_gpu``
+DEVICE = torch.device("cpu")
 SPMM_OPS = ["copy_lhs", "copy_rhs", "add", "sub", "mul", "div"]
 REDUCES = ["sum", "mean", "max", "min"]
 
@@ -54,7 +56,7 @@ def _graph():
     import mpgraph
 
     src, dst = _edges()
-    return mpgraph.graph((src, dst), num_nodes=9)
+    return mpgraph.graph((src, dst), num_nodes=9, device=DEVICE)
 
 
 def _bipartite():
@@ -62,13 +64,13 @@ def _bipartite():
     from mpgraph._index import Index
 
     src, dst = _edges()
-    return Index.from_coo(src, dst, 9, 7)
+    return Index.from_coo(src.to(DEVICE), dst.to(DEVICE), 9, 7)
 
 
 def _feat(shape, dtype, seed, positive=False):
     gen = torch.Generator().manual_seed(seed)
     x = torch.rand(shape, generator=gen) * 1.5 + 0.5 if positive else torch.randn(shape, generator=gen)
-    return x.to(dtype)
+    return x.to(DEVICE, dtype)
 
 
 def _run(backend, fn, inputs, seed=99):
@@ -83,7 +85,7 @@ def _run(backend, fn, inputs, seed=99):
         outs = fn(*leaves)
         outs = outs if isinstance(outs, tuple) else (outs,)
         gen = torch.Generator().manual_seed(seed)
-        loss = sum((o.float() * torch.randn(o.shape, generator=gen)).sum() for o in outs)
+        loss = sum((o.float() * torch.randn(o.shape, generator=gen).to(o.device)).sum() for o in outs)
         loss.backward()
     return outs, [x.grad for x in leaves], list(seen)
 
@@ -183,7 +185,7 @@ def _softmax_check(dtype):
         logits = (_feat((E, 3, 1), torch.float32, 1) * 3).to(dtype)
         _compare(lambda z: edge_softmax(g, z), [logits], min_calls=2)          # backward: copy_rhs sum
         _compare(lambda z: edge_softmax(g, z, norm_by="src"), [logits])
-        eids = torch.tensor([0, 3, 5, 6, 7, 11, 20, 40, 50])
+        eids = torch.tensor([0, 3, 5, 6, 7, 11, 20, 40, 50], device=DEVICE)
         _compare(lambda z: edge_softmax(g, z, eids=eids), [logits[eids]])
     return run
 
@@ -217,7 +219,8 @@ def _float64():
     from mpgraph._index import Index
     from mpgraph.ops._dispatch import use_backend
 
-    small = Index.from_coo(torch.tensor([0, 1, 2, 3, 3]), torch.tensor([1, 1, 1, 0, 2]), 4, 4)
+    small = Index.from_coo(torch.tensor([0, 1, 2, 3, 3], device=DEVICE), torch.tensor([1, 1, 1, 0, 2], device=DEVICE),
+                           4, 4)
     x = _feat((4, 2, 2), torch.float64, 4).requires_grad_(True)
     a = _feat((5, 2, 1), torch.float64, 5).requires_grad_(True)
     with use_backend("triton", strict=True):
@@ -232,7 +235,7 @@ def _autocast():
     E = g.num_edges()
 
     def fn(x, w, z):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
             h = ops.u_mul_e_sum(g, x, w)                  # fp32 operands run in bf16
             a = ops.edge_softmax(g, z)                    # fp32 logits, bf16 result (fp32 inside)
         assert h.dtype == torch.bfloat16 and a.dtype == torch.bfloat16, (h.dtype, a.dtype)
@@ -329,6 +332,27 @@ interpreter_results = interpreter_fixture(HERE, drop=("MPGRAPH_BACKEND",), MPGRA
 @pytest.mark.parametrize("case", sorted(CHECKS))
 def test_interpreter(case, interpreter_results):
     assert_interpreter_ok(interpreter_results, case)
+
+
+# ----------------------------------------------------------------------------------------------
+# the same checks on a GPU (in-process, compiled kernels)
+# ----------------------------------------------------------------------------------------------
+requires_cuda = pytest.mark.skipif(
+    not (HAS_TRITON and torch.cuda.is_available()) or os.environ.get("TRITON_INTERPRET") == "1",
+    reason="needs triton and CUDA (and TRITON_INTERPRET unset)")
+CPU_ONLY = {"no-opt-in-no-triton"}     # the CPU opt-in rule has no meaning on CUDA
+
+
+@pytest.mark.gpu
+@requires_cuda
+@pytest.mark.parametrize("case", sorted(set(CHECKS) - CPU_ONLY))
+def test_gpu(case, monkeypatch):
+    from mpgraph.ops._triton import _backend, _common
+
+    monkeypatch.setattr(sys.modules[__name__], "DEVICE", torch.device("cuda"))
+    monkeypatch.setattr(_backend, "SPLIT", SPLIT)
+    monkeypatch.setattr(_common, "AUTOTUNE", False)   # one compile per variant
+    CHECKS[case]()
 
 
 # ----------------------------------------------------------------------------------------------
