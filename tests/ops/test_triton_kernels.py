@@ -492,11 +492,16 @@ def _aot_variants():
         ptrs = dict(U=dt, EF=dt, OUT=dt, ARG_U=i64, ARG_E=i64, PART=part, PART_POS=i64, chunk_row=i64,
                     chunk_start=i64, chunk_end=i64, chunk_slot=i64, src=i64, eid=i64, long_row=i64, long_ptr=i64,
                     indptr=i64)
-        for msg, red in ((0, 0), (5, 1), (4, 2), (1, 3)):
-            c = dict(MSG=msg, REDUCE=red, HAS_EID=True, WANT_ARG=True, ACC=acc, BLOCK_E=32, BLOCK_F=64)
-            variants.append((f"spmm-chunk-{dt}-msg{msg}-red{red}", spmm._spmm_chunk_kernel, ptrs, c, 4))
+        # (MSG, REDUCE, E_MODE): edge operands element by element, one per edge, one per head (D=16)
+        for msg, red, e_mode in ((0, 0, 0), (5, 1, 0), (4, 2, 0), (1, 3, 0), (4, 0, 1), (4, 0, 2), (5, 2, 2)):
+            c = dict(MSG=msg, REDUCE=red, HAS_EID=True, WANT_ARG=True, ACC=acc, U_MODE=0, E_MODE=e_mode, D=16,
+                     BLOCK_E=16, BLOCK_F=64)
+            variants.append((f"spmm-chunk-{dt}-msg{msg}-red{red}-e{e_mode}", spmm._spmm_chunk_kernel, ptrs, c, 1))
+            if e_mode:
+                continue
             c = dict(c, BLOCK_P=16)
-            del c["BLOCK_E"]
+            for name in ("BLOCK_E", "U_MODE", "E_MODE", "D"):
+                del c[name]
             variants.append((f"spmm-combine-{dt}-msg{msg}-red{red}", spmm._spmm_combine_kernel, ptrs, c, 4))
         ptrs = dict(LHS=dt, RHS=dt, OUT=dt, src=i64, dst=i64)
         for op in range(6):
@@ -544,6 +549,17 @@ def test_kernels_compile_for_cuda():
     assert results, f"no output (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
     failed = {r["case"]: r["status"][-1500:] for r in results if r["status"] != "ok"}
     assert not failed, failed
+
+
+def test_launch_rejects_undeclared_meta():
+    """A meta-parameter the kernel does not declare fails on the CPU too (the interpreter would ignore it, and a
+    compiled launch raises: the twenty-seventh session's first GPU run of the operand modes failed that way)."""
+    if not HAS_TRITON:
+        pytest.skip("triton is not installed")
+    from mpgraph.ops._triton import _common, spmm
+
+    with pytest.raises(TypeError, match=r"_spmm_combine_kernel declares no parameters \['U_MODE'\]"):
+        _common.launch(spmm._spmm_combine_kernel, spmm._spmm_combine_tuned, (1, 1), (), {"U_MODE": 0})
 
 
 # ----------------------------------------------------------------------------------------------

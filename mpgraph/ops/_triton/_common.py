@@ -245,8 +245,13 @@ def launch(kernel, tuned_kernel, grid, args, meta, interpret_meta=None):
     interpreted (``interpret_meta`` overriding ``INTERPRET_META``) or when :data:`AUTOTUNE` is off (then the
     first config that fits the tile budget).
 
-    ``grid`` is a callable of the meta-parameters (Triton's convention) or a tuple.
+    ``grid`` is a callable of the meta-parameters (Triton's convention) or a tuple. A meta-parameter the kernel
+    does not declare raises ``TypeError`` on every path: compiled launches reject it, but the interpreter ignores
+    it, so without this check the CPU tests would pass a launch that fails on a GPU.
     """
+    unknown = sorted(set(meta) - set(kernel.arg_names))
+    if unknown:
+        raise TypeError(f"{kernel.__name__} declares no parameters {unknown}; it takes {kernel.arg_names}")
     if INTERPRET:
         full = dict(meta)
         fixed = {**INTERPRET_META, **(interpret_meta or {})}

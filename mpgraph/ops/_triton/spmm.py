@@ -49,19 +49,46 @@ _COPY_E = 1
 
 
 @triton.jit
-def _message(U, EF, src, eid, k, kmask, u_col, e_col, fmask, u_sN, e_sN,
-             MSG: tl.constexpr, HAS_EID: tl.constexpr, ACC: tl.constexpr):
+def _gather(PTR, rows, kmask, col, fmask, f0, sN, sH, F,
+            MODE: tl.constexpr, D: tl.constexpr, ACC: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr):
+    """Rows ``rows`` ([BLOCK_E]) of an operand on features ``f0 + arange(BLOCK_F)`` -> [BLOCK_E, BLOCK_F] in ACC.
+
+    ``MODE`` (see :func:`_operand_mode`) says how the operand varies over the features: 0 element by element
+    (offsets ``col``); 1 not at all (one value per row, loaded once and broadcast); 2 per head only (one value
+    per row and head ``f // D``, stride ``sH``; loaded once per head and repeated ``D`` times). Modes 1 and 2
+    issue one load per row (per head) instead of one per feature: a broadcast operand loaded element by element
+    costs a load instruction per element, all to the same address (measured on an H200: a scalar edge weight
+    made ``u_mul_e`` sum 2-4x slower than ``copy_u`` sum).
+    """
+    if MODE == 0:
+        x = tl.load(PTR + rows[:, None] * sN + col[None, :], mask=kmask[:, None] & fmask[None, :],
+                    other=0.0).to(ACC)
+    elif MODE == 1:
+        x1 = tl.load(PTR + rows * sN, mask=kmask, other=0.0).to(ACC)                       # [BLOCK_E]
+        x = tl.broadcast_to(x1[:, None], (BLOCK_E, BLOCK_F))
+    else:
+        h = f0 // D + tl.arange(0, BLOCK_F // D)                                            # [BLOCK_F // D]
+        xh = tl.load(PTR + rows[:, None] * sN + h[None, :] * sH, mask=kmask[:, None] & (h * D < F)[None, :],
+                     other=0.0).to(ACC)                                                     # [BLOCK_E, heads]
+        x = tl.reshape(tl.broadcast_to(xh[:, :, None], (BLOCK_E, BLOCK_F // D, D)), (BLOCK_E, BLOCK_F))
+    return x
+
+
+@triton.jit
+def _message(U, EF, src, eid, k, kmask, u_col, e_col, fmask, f0, u_sN, u_sH, e_sN, e_sH, F,
+             MSG: tl.constexpr, HAS_EID: tl.constexpr, ACC: tl.constexpr, U_MODE: tl.constexpr,
+             E_MODE: tl.constexpr, D: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr):
     """Messages of edge positions ``k`` ([BLOCK_E]) on features ``f`` ([BLOCK_F]) -> [BLOCK_E, BLOCK_F] in ACC."""
     m2 = kmask[:, None] & fmask[None, :]                              # [BLOCK_E, BLOCK_F]
     if MSG != 1:
         s = tl.load(src + k, mask=kmask, other=0).to(tl.int64)        # [BLOCK_E]
-        xu = tl.load(U + s[:, None] * u_sN + u_col[None, :], mask=m2, other=0.0).to(ACC)
+        xu = _gather(U, s, kmask, u_col, fmask, f0, u_sN, u_sH, F, U_MODE, D, ACC, BLOCK_E, BLOCK_F)
     if MSG != 0:
         if HAS_EID:
             ei = tl.load(eid + k, mask=kmask, other=0).to(tl.int64)   # [BLOCK_E]
         else:
             ei = k
-        xe = tl.load(EF + ei[:, None] * e_sN + e_col[None, :], mask=m2, other=0.0).to(ACC)
+        xe = _gather(EF, ei, kmask, e_col, fmask, f0, e_sN, e_sH, F, E_MODE, D, ACC, BLOCK_E, BLOCK_F)
     if MSG == 0:
         msg = xu
     elif MSG == 1:
@@ -109,9 +136,9 @@ def _store_row(OUT, ARG_U, ARG_E, src, eid, row, deg, acc, pos, f, fmask, F,
 def _spmm_chunk_kernel(
     U, EF, OUT, ARG_U, ARG_E, PART, PART_POS,
     chunk_row, chunk_start, chunk_end, chunk_slot, src, eid,
-    F, D, u_sN, u_sH, u_sD, e_sN, e_sH, e_sD,
+    F, D: tl.constexpr, u_sN, u_sH, u_sD, e_sN, e_sH, e_sD,
     MSG: tl.constexpr, REDUCE: tl.constexpr, HAS_EID: tl.constexpr, WANT_ARG: tl.constexpr,
-    ACC: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr,
+    ACC: tl.constexpr, U_MODE: tl.constexpr, E_MODE: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr,
 ):
     """One program = one chunk of one row x one block of BLOCK_F features (grid: (C, cdiv(F, BLOCK_F)))."""
     c = tl.program_id(0)
@@ -119,7 +146,8 @@ def _spmm_chunk_kernel(
     start = tl.load(chunk_start + c)
     end = tl.load(chunk_end + c)
     slot = tl.load(chunk_slot + c)
-    f = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)             # [BLOCK_F]
+    f0 = tl.program_id(1) * BLOCK_F
+    f = f0 + tl.arange(0, BLOCK_F)                                    # [BLOCK_F]
     fmask = f < F
     fh = f // D
     fd = f % D
@@ -134,8 +162,8 @@ def _spmm_chunk_kernel(
     for k0 in range(start, end, BLOCK_E):
         k = k0 + local                                                # [BLOCK_E] int64
         kmask = k < end
-        msg = _message(U, EF, src, eid, k, kmask, u_col, e_col, fmask, u_sN, e_sN,
-                       MSG, HAS_EID, ACC)                              # [BLOCK_E, BLOCK_F]
+        msg = _message(U, EF, src, eid, k, kmask, u_col, e_col, fmask, f0, u_sN, u_sH, e_sN, e_sH, F,
+                       MSG, HAS_EID, ACC, U_MODE, E_MODE, D, BLOCK_E, BLOCK_F)   # [BLOCK_E, BLOCK_F]
         if REDUCE < 2:
             acc += tl.sum(msg, axis=0)
         else:
@@ -200,18 +228,39 @@ def _spmm_combine_kernel(
                MSG, REDUCE, HAS_EID, WANT_ARG, ACC)
 
 
-# Tiles of at most 16 elements per thread (BLOCK_E * BLOCK_F / (32 * num_warps); BLOCK_F <= 64): gathers hold
-# a 64-bit address per element, and ptxas (sm_90) spills past that for max/min with arg. Larger BLOCK_E only
-# for narrow features.
+# One program walks one row chunk (a mean of 20 edges on the benchmark graph), so small programs win: on an H200
+# (fp32/bf16/fp16, D=64, 10M edges; benchmarks/results/triton_configs_h200_s27.jsonl) one warp with 16-32 edges
+# per tile beat every config of 2-8 warps: bf16 copy_u sum 0.38 ms against 0.79 ms with the (16 edges, 2 warps)
+# the autotuner had picked, fp32 0.54 against 0.62. Up to 64 elements per thread (BLOCK_E * BLOCK_F / (32 *
+# num_warps); BLOCK_F <= 64): loads are vectorised along the features, so a thread holds one address per vector.
+# Larger BLOCK_E for narrow features.
 _CHUNK_CONFIGS = [  # the first is the default when autotuning is off
-    triton.Config({"BLOCK_E": 32}, num_warps=4),
+    triton.Config({"BLOCK_E": 16}, num_warps=1),
+    triton.Config({"BLOCK_E": 32}, num_warps=1),
+    triton.Config({"BLOCK_E": 8}, num_warps=2),
     triton.Config({"BLOCK_E": 16}, num_warps=2),
-    triton.Config({"BLOCK_E": 16}, num_warps=4),
-    triton.Config({"BLOCK_E": 64}, num_warps=8),
+    triton.Config({"BLOCK_E": 32}, num_warps=4),
+    triton.Config({"BLOCK_E": 64}, num_warps=1),
     triton.Config({"BLOCK_E": 128}, num_warps=4),
 ]
-_spmm_chunk_tuned = autotuned(_spmm_chunk_kernel, _CHUNK_CONFIGS, key=["F", "D", "MSG", "REDUCE"], width="BLOCK_F")
+_spmm_chunk_tuned = autotuned(_spmm_chunk_kernel, _CHUNK_CONFIGS,
+                              key=["F", "D", "MSG", "REDUCE", "WANT_ARG", "U_MODE", "E_MODE"], width="BLOCK_F",
+                              max_per_thread=64)
 _spmm_combine_tuned = autotuned(_spmm_combine_kernel, [triton.Config({"BLOCK_P": 16}, num_warps=4)], key=["F"])
+
+
+def _operand_mode(strides, H, D, block_f):
+    """How an operand with element strides ``(s_row, s_H, s_D)`` varies over the ``(H, D)`` features: 0 element
+    by element, 1 not at all (one value per row: a scalar edge weight), 2 per head only (``(E, H, 1)`` GAT
+    attention; needs ``D`` to divide the feature block, so that a block holds whole heads)."""
+    _, s_h, s_d = strides
+    if s_d != 0 and D > 1:
+        return 0
+    if s_h == 0 or H == 1:
+        return 1
+    if D == 1:
+        return 0
+    return 2 if D <= block_f and block_f % D == 0 else 0
 
 
 def _run_spmm(msg_code, reduce_code, u, e, out_shape, indptr, src, eid, schedule, need_arg,
@@ -248,17 +297,18 @@ def _run_spmm(msg_code, reduce_code, u, e, out_shape, indptr, src, eid, schedule
     arg_e_ = arg_e if arg_e is not None else dummy(device)
     BLOCK_F = block_size(F, max_block=MAX_BLOCK_F)
     n_fblocks = triton.cdiv(F, BLOCK_F)
-    flags = dict(MSG=msg_code, REDUCE=reduce_code, HAS_EID=eid is not None,
-                 WANT_ARG=want_arg, ACC=acc, BLOCK_F=BLOCK_F)
+    flags = dict(MSG=msg_code, REDUCE=reduce_code, HAS_EID=eid is not None, WANT_ARG=want_arg, ACC=acc,
+                 U_MODE=_operand_mode(u_st, H, D, BLOCK_F), E_MODE=_operand_mode(e_st, H, D, BLOCK_F), BLOCK_F=BLOCK_F)
     launch(_spmm_chunk_kernel, _spmm_chunk_tuned, (schedule.num_chunks, n_fblocks),
            (u_v, e_v, out, arg_u_, arg_e_, part, part_pos,
             schedule.chunk_row, schedule.chunk_start, schedule.chunk_end, schedule.chunk_slot, src_, eid_,
             F, D, u_st[0], u_st[1], u_st[2], e_st[0], e_st[1], e_st[2]),
            flags)
     if schedule.num_long:
+        combine_flags = {k: v for k, v in flags.items() if k not in ("U_MODE", "E_MODE")}   # no operand loads
         launch(_spmm_combine_kernel, _spmm_combine_tuned, (schedule.num_long, n_fblocks),
                (out, arg_u_, arg_e_, part, part_pos, schedule.long_row, schedule.long_ptr, indptr, src_, eid_, F),
-               flags)
+               combine_flags)
     return out, arg_u, arg_e
 
 
