@@ -1,5 +1,6 @@
 """``mpgraph info``: versions, devices, half-precision support and the kernel backend of each op."""
 
+import contextlib
 import platform
 
 import torch
@@ -64,15 +65,38 @@ def _probe(device, dtype):
     x = torch.ones(3, 4, dtype=dtype, device=device)
     e = torch.ones(3, 1, dtype=dtype, device=device)
     chosen = {}
-    for name, call in (("copy_u_sum", lambda: mpgraph.ops.copy_u_sum(g, x)),
-                       ("u_mul_e_sum", lambda: mpgraph.ops.u_mul_e_sum(g, x, e)),
-                       ("copy_u_max", lambda: mpgraph.ops.copy_u_max(g, x)),
-                       ("u_dot_v", lambda: mpgraph.ops.u_dot_v(g, x, x)),
-                       ("edge_softmax", lambda: mpgraph.ops.edge_softmax(g, e))):
-        with _dispatch.record_backends() as seen:
-            call()
-        chosen[name] = ",".join(sorted(set(seen))) or "none"
+    tuned = _autotune_off() if device == "cuda" else contextlib.nullcontext()
+    with tuned:
+        for name, call in _probe_calls(mpgraph, g, x, e):
+            with _dispatch.record_backends() as seen:
+                call()
+            chosen[name] = ",".join(sorted(set(seen))) or "none"
     return chosen
+
+
+def _probe_calls(mpgraph, g, x, e):
+    return (("copy_u_sum", lambda: mpgraph.ops.copy_u_sum(g, x)),
+            ("u_mul_e_sum", lambda: mpgraph.ops.u_mul_e_sum(g, x, e)),
+            ("copy_u_max", lambda: mpgraph.ops.copy_u_max(g, x)),
+            ("u_dot_v", lambda: mpgraph.ops.u_dot_v(g, x, x)),
+            ("edge_softmax", lambda: mpgraph.ops.edge_softmax(g, e)))
+
+
+@contextlib.contextmanager
+def _autotune_off():
+    """Triton kernels launched with one configuration each: the probe only asks which backend runs, and
+    autotuning would compile and time every configuration of every probed kernel."""
+    from mpgraph.ops import _triton
+    if not _triton.KERNELS or not _triton.available():
+        yield
+        return
+    from mpgraph.ops._triton import _common
+    saved = _common.AUTOTUNE
+    _common.AUTOTUNE = False
+    try:
+        yield
+    finally:
+        _common.AUTOTUNE = saved
 
 
 def run_info():
