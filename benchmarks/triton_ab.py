@@ -12,7 +12,6 @@ without it).
 
 import argparse
 import importlib.util
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,8 +24,8 @@ for p in (str(ROOT), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-START = time.perf_counter()
-NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+from triton_configs import NAMES, START, emit  # noqa: E402  (after the path setup above)
+
 #: (message, reduce, dtype, feature layout of u, of e (None: no edge operand), need_arg)
 CASES = [
     ("copy_u", "sum", torch.float32, (64,), None, False),
@@ -40,11 +39,6 @@ CASES = [
     ("copy_e", "sum", torch.bfloat16, None, (64,), False),
     ("u_div_e", "mean", torch.bfloat16, (64,), (), False),
 ]
-
-
-def emit(record):
-    record.setdefault("t_s", round(time.perf_counter() - START, 1))
-    print(json.dumps(record), flush=True)
 
 
 def load_old(path):

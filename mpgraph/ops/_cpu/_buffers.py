@@ -166,7 +166,7 @@ def take(nbytes, on_new=None):
             _STATS["hits"] += 1
             _note_in_use(block)
             return block.storage
-        held = sum(b.nbytes() for b in _BLOCKS)
+        held = _held_sum()
         i = 0
         while held + size > limit and i < len(_BLOCKS):
             if _free(_BLOCKS[i]):
@@ -202,19 +202,29 @@ def _note_in_use(given):
     """(Under the lock, at a hand-out of ``given``, the only moment the bytes in use can rise; nothing holds
     ``given`` yet.)"""
     if _PEAK["windows"] > 0:
-        _PEAK["in_use"] = max(_PEAK["in_use"], sum(b.nbytes() for b in _BLOCKS if b is given or not _free(b)))
+        _PEAK["in_use"] = max(_PEAK["in_use"], _in_use_sum(given))
+
+
+def _in_use_sum(given=None):
+    """(Under the lock.) Bytes of the blocks in use, counting ``given`` (being handed out) as in use."""
+    return sum(b.nbytes() for b in _BLOCKS if b is given or not _free(b))
+
+
+def _held_sum():
+    """(Under the lock.) Bytes of all blocks."""
+    return sum(b.nbytes() for b in _BLOCKS)
 
 
 def in_use_bytes():
     """Bytes of the blocks some tensor, view or handle still reaches."""
     with _LOCK:
-        return sum(b.nbytes() for b in _BLOCKS if not _free(b))
+        return _in_use_sum()
 
 
 def held_bytes():
     """Bytes of all blocks the cache holds, in use or free."""
     with _LOCK:
-        return sum(b.nbytes() for b in _BLOCKS)
+        return _held_sum()
 
 
 def reset_peak_in_use():
@@ -222,7 +232,7 @@ def reset_peak_in_use():
     returns them."""
     with _LOCK:
         _PEAK["windows"] += 1
-        _PEAK["in_use"] = sum(b.nbytes() for b in _BLOCKS if not _free(b))
+        _PEAK["in_use"] = _in_use_sum()
         return _PEAK["in_use"]
 
 
@@ -242,9 +252,9 @@ def peak_in_use():
 def empty_cache():
     """Hand every free block back to the system; returns the bytes released. Blocks in use stay."""
     with _LOCK:
-        keep = [b for b in _BLOCKS if not _free(b)]
-        released = sum(b.nbytes() for b in _BLOCKS) - sum(b.nbytes() for b in keep)
-        _BLOCKS[:] = keep
+        held = _held_sum()
+        _BLOCKS[:] = [b for b in _BLOCKS if not _free(b)]
+        released = held - _held_sum()
     return released
 
 
@@ -253,6 +263,6 @@ def cache_info():
     uses), ``blocks``, and the counts ``hits`` (a free block reused), ``misses`` (a block made) and
     ``bypassed`` (a large output allocated outside the cache because it would pass the limit)."""
     with _LOCK:
-        held = sum(b.nbytes() for b in _BLOCKS)
-        free = sum(b.nbytes() for b in _BLOCKS if _free(b))
-        return dict(limit_bytes=limit_bytes(), held_bytes=held, free_bytes=free, blocks=len(_BLOCKS), **_STATS)
+        held = _held_sum()
+        return dict(limit_bytes=limit_bytes(), held_bytes=held, free_bytes=held - _in_use_sum(), blocks=len(_BLOCKS),
+                    **_STATS)
