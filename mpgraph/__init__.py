@@ -6,6 +6,7 @@ Code written for DGL runs after changing its imports::
     import mpgraph.function as fn
 """
 
+from . import _openmp  # noqa: F401  (first: sets OpenMP's wait policy before torch loads; see its docstring)
 from . import (backend, data, dataloading, distributed, function, init, nn, ops, partition, precision, sampling,
                transforms)
 from ._index import Index
