@@ -10,7 +10,6 @@ Usage: ``python benchmarks/triton_ab.py --old old/spmm_old.py [--budget 90]``. N
 without it).
 """
 
-import argparse
 import importlib.util
 import sys
 import time
@@ -24,7 +23,7 @@ for p in (str(ROOT), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from triton_configs import NAMES, START, emit  # noqa: E402  (after the path setup above)
+from triton_configs import NAMES, START, emit, graph_parser  # noqa: E402  (after the path setup above)
 
 #: (message, reduce, dtype, feature layout of u, of e (None: no edge operand), need_arg)
 CASES = [
@@ -53,11 +52,8 @@ def load_old(path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = graph_parser(__doc__, budget=90.0)
     parser.add_argument("--old", required=True, help="path of the older spmm.py")
-    parser.add_argument("--nodes", type=int, default=500_000)
-    parser.add_argument("--edges", type=int, default=10_000_000)
-    parser.add_argument("--budget", type=float, default=90.0, help="seconds; what is left is skipped")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA")

@@ -42,12 +42,18 @@ def emit(record):
     print(json.dumps(record), flush=True)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def graph_parser(doc, budget):
+    """The arguments this script and ``triton_ab.py`` share: the power-law graph's size and a time budget."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500_000)
     parser.add_argument("--edges", type=int, default=10_000_000)
+    parser.add_argument("--budget", type=float, default=budget, help="seconds; what is left is skipped")
+    return parser
+
+
+def main(argv=None):
+    parser = graph_parser(__doc__, budget=70.0)
     parser.add_argument("--dim", type=int, default=64)
-    parser.add_argument("--budget", type=float, default=70.0, help="seconds; what is left is skipped")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA")
@@ -117,23 +123,23 @@ def run_case(msg, red, dtype, index, indptr, csc_src, eid, sched, N, E, D, end, 
 
     configs, max_f = list(spmm._spmm_chunk_tuned.configs), spmm.MAX_BLOCK_F
     try:
-        for be, bf, nw in GRID:
-            if time.perf_counter() > end:
-                emit(dict(base, config=[be, bf, nw], skipped="time budget"))
-                continue
-            spmm._spmm_chunk_tuned.configs = [triton.Config({"BLOCK_E": be}, num_warps=nw)]
-            spmm.MAX_BLOCK_F = bf
-            _common.AUTOTUNE = False
-            try:
-                launcher()
-                torch.cuda.synchronize()
-                t = bench(launcher)
-                emit(dict(base, config={"BLOCK_E": be, "BLOCK_F": bf, "num_warps": nw}, config_ms=round(t, 4),
-                          GBps=round(nbytes / t / 1e6, 1)))
-            except Exception as exc:  # report and go on
-                emit(dict(base, config=[be, bf, nw], error=f"{type(exc).__name__}: {exc}"[:300]))
+        with _common.autotune_off():
+            for be, bf, nw in GRID:
+                if time.perf_counter() > end:
+                    emit(dict(base, config=[be, bf, nw], skipped="time budget"))
+                    continue
+                spmm._spmm_chunk_tuned.configs = [triton.Config({"BLOCK_E": be}, num_warps=nw)]
+                spmm.MAX_BLOCK_F = bf
+                try:
+                    launcher()
+                    torch.cuda.synchronize()
+                    t = bench(launcher)
+                    emit(dict(base, config={"BLOCK_E": be, "BLOCK_F": bf, "num_warps": nw},
+                              config_ms=round(t, 4), GBps=round(nbytes / t / 1e6, 1)))
+                except Exception as exc:  # report and go on
+                    emit(dict(base, config=[be, bf, nw], error=f"{type(exc).__name__}: {exc}"[:300]))
     finally:
-        spmm._spmm_chunk_tuned.configs, spmm.MAX_BLOCK_F, _common.AUTOTUNE = configs, max_f, True
+        spmm._spmm_chunk_tuned.configs, spmm.MAX_BLOCK_F = configs, max_f
 
 
 if __name__ == "__main__":

@@ -67,8 +67,7 @@ def _probe(device, dtype):
     x = torch.ones(3, 4, dtype=dtype, device=device)
     e = torch.ones(3, 1, dtype=dtype, device=device)
     chosen = {}
-    tuned = _autotune_off() if device == "cuda" else contextlib.nullcontext()
-    with tuned:
+    with _autotune_off() if device == "cuda" else contextlib.nullcontext():
         for name, call in _probe_calls(mpgraph, g, x, e):
             with _dispatch.record_backends() as seen:
                 call()
@@ -89,16 +88,12 @@ def _autotune_off():
     """Triton kernels launched with one configuration each: the probe only asks which backend runs, and
     autotuning would compile and time every configuration of every probed kernel."""
     from mpgraph.ops import _triton
-    if not _triton.KERNELS or not _triton.available():
+    if not _triton.KERNELS:             # triton is not installed: nothing to tune
         yield
         return
     from mpgraph.ops._triton import _common
-    saved = _common.AUTOTUNE
-    _common.AUTOTUNE = False
-    try:
+    with _common.autotune_off():
         yield
-    finally:
-        _common.AUTOTUNE = saved
 
 
 def run_info():

@@ -551,6 +551,19 @@ def test_kernels_compile_for_cuda():
     assert not failed, failed
 
 
+def test_autotune_off_restores_the_setting_even_when_the_block_raises():
+    if not HAS_TRITON:
+        pytest.skip("triton is not installed")
+    from mpgraph.ops._triton import _common
+
+    saved = _common.AUTOTUNE
+    with pytest.raises(RuntimeError, match="inside"):
+        with _common.autotune_off():
+            assert _common.AUTOTUNE is False
+            raise RuntimeError("inside")
+    assert _common.AUTOTUNE == saved
+
+
 def test_launch_rejects_undeclared_meta():
     """A meta-parameter the kernel does not declare fails on the CPU too (the interpreter would ignore it, and a
     compiled launch raises: the twenty-seventh session's first GPU run of the operand modes failed that way)."""

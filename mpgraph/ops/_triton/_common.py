@@ -16,6 +16,7 @@ combines the slots of each long row in edge order. No atomics are used, so
 results are deterministic and autotuning may rerun a kernel freely.
 """
 
+import contextlib
 import os
 from typing import NamedTuple
 
@@ -25,7 +26,8 @@ import triton.language as tl
 
 from ._layout import coalesce as _coalesce
 
-__all__ = ["INTERPRET", "AUTOTUNE", "DEFAULT_SPLIT", "RowSchedule", "row_schedule", "acc_type", "promote",
+__all__ = ["INTERPRET", "AUTOTUNE", "autotune_off", "DEFAULT_SPLIT", "RowSchedule", "row_schedule", "acc_type",
+           "promote",
            "check_float", "check_device", "feature_layout", "block_size", "get_schedule", "autotuned", "launch",
            "div", "to_out", "dummy"]
 
@@ -36,6 +38,18 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 #: Autotune on the GPU. ``MPGRAPH_TRITON_AUTOTUNE=0`` (or setting this attribute to False) launches each
 #: kernel with its first (default) config instead: one compile per kernel variant, for tests and checks.
 AUTOTUNE = os.environ.get("MPGRAPH_TRITON_AUTOTUNE", "1") != "0"
+
+
+@contextlib.contextmanager
+def autotune_off():
+    """Inside the block, launches use one configuration each (:data:`AUTOTUNE` False); restored after it."""
+    global AUTOTUNE
+    saved = AUTOTUNE
+    AUTOTUNE = False
+    try:
+        yield
+    finally:
+        AUTOTUNE = saved
 
 #: Edges per chunk of a row schedule. Rows longer than this are split over several programs.
 DEFAULT_SPLIT = 256

@@ -298,17 +298,16 @@ def _run_spmm(msg_code, reduce_code, u, e, out_shape, indptr, src, eid, schedule
     BLOCK_F = block_size(F, max_block=MAX_BLOCK_F)
     n_fblocks = triton.cdiv(F, BLOCK_F)
     flags = dict(MSG=msg_code, REDUCE=reduce_code, HAS_EID=eid is not None, WANT_ARG=want_arg, ACC=acc,
-                 U_MODE=_operand_mode(u_st, H, D, BLOCK_F), E_MODE=_operand_mode(e_st, H, D, BLOCK_F), BLOCK_F=BLOCK_F)
+                 BLOCK_F=BLOCK_F)
     launch(_spmm_chunk_kernel, _spmm_chunk_tuned, (schedule.num_chunks, n_fblocks),
            (u_v, e_v, out, arg_u_, arg_e_, part, part_pos,
             schedule.chunk_row, schedule.chunk_start, schedule.chunk_end, schedule.chunk_slot, src_, eid_,
             F, D, u_st[0], u_st[1], u_st[2], e_st[0], e_st[1], e_st[2]),
-           flags)
-    if schedule.num_long:
-        combine_flags = {k: v for k, v in flags.items() if k not in ("U_MODE", "E_MODE")}   # no operand loads
+           dict(flags, U_MODE=_operand_mode(u_st, H, D, BLOCK_F), E_MODE=_operand_mode(e_st, H, D, BLOCK_F)))
+    if schedule.num_long:     # the combine kernel loads no operands: no modes
         launch(_spmm_combine_kernel, _spmm_combine_tuned, (schedule.num_long, n_fblocks),
                (out, arg_u_, arg_e_, part, part_pos, schedule.long_row, schedule.long_ptr, indptr, src_, eid_, F),
-               combine_flags)
+               flags)
     return out, arg_u, arg_e
 
 
