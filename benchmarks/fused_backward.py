@@ -2,18 +2,21 @@
 
 The op layer sends the backward of a weighted sum/mean (``u_mul_e``, ``u_div_e``) to one fused pass over the
 reversed graph (``spmm_mul_backward``) when the weights are one scalar per edge or per edge and head, or, on
-the CPU, elementwise rows of the widths in ``mpgraph.ops.spmm.FUSED_ELEMENTWISE``; to a gSpMM plus a gSDDMM
-otherwise (``mpgraph.ops.spmm._weight_heads`` decides). This benchmark times both routes for the same call,
-round-robin, by switching that decision off for the composed one, so that the choice is measured, not
-assumed. Operands: ``e1`` one weight per edge against ``(N, D)``; ``eh`` GAT's ``(E, H, 1)`` against
-``(N, H, D // H)``; ``e<F>`` elementwise ``(E, F)`` against ``(N, F)``. Weights in [0.5, 1.5). One JSON line
-per case: medians of the forward alone and of forward+backward on each route, and the ratios
-``fused_over_composed`` and ``*_over_fwd``; ``route_taken`` is the op layer's choice (elementwise weights are
-timed on the fused pass as ``H = F`` heads of one column whether or not the op layer takes that route).
+the CPU, elementwise rows of up to ``mpgraph.ops.spmm.SMALL_FUSED_ELEMENTWISE`` columns or of the widths in
+``FUSED_ELEMENTWISE`` (more of them under a mean, whose ``1 / in-degree`` the fused pass applies itself); to a
+gSpMM plus a gSDDMM otherwise (``mpgraph.ops.spmm._weight_heads`` decides). This benchmark times both
+routes for the same call, round-robin, by switching that decision off for the composed one, so that the
+choice is measured, not assumed. Operands: ``e1`` one weight per edge against ``(N, D)``; ``eh`` GAT's
+``(E, H, 1)`` against ``(N, H, D // H)``; ``e<F>`` elementwise ``(E, F)`` against ``(N, F)``. Weights in
+[0.5, 1.5). One JSON line per case: medians of the forward alone and of forward+backward on each route,
+and the ratios ``fused_over_composed`` and ``*_over_fwd``; ``route_taken`` is the op layer's choice
+(elementwise weights are timed on the fused pass as ``H = F`` heads of one column whether or not the op
+layer takes that route).
 Usage::
 
     python benchmarks/fused_backward.py                                   # div on e1/eh, mul+div elementwise
     python benchmarks/fused_backward.py --ops mul --operands e1,eh --reduces sum --reps 9
+    python benchmarks/fused_backward.py --operands e4,e16,e32,e64 --dtypes float32,bfloat16,float16
 """
 
 import argparse
@@ -97,7 +100,8 @@ def main(argv=None):
                         "bench": "fused_backward", "op": f"u_{op}_e_{red}", "operands": kind, "graph": args.graph,
                         "N": N, "E": E, "x_shape": list(x.shape[1:]), "w_shape": list(w.shape[1:]), "dtype": dname,
                         "threads": torch.get_num_threads(),
-                        "route_taken": "fused" if decide(_bcast(op, x, w), op, dtype) is not None else "composed",
+                        "route_taken": ("fused" if decide(_bcast(op, x, w), op, dtype, mean=red == "mean") is not None
+                                        else "composed"),
                         "fwd_ms": round(ms["fwd"], 2), "fwdbwd_composed_ms": round(ms["composed"], 2),
                         "fwdbwd_fused_ms": round(ms["fused"], 2),
                         "fused_over_composed": round(ms["fused"] / ms["composed"], 3),

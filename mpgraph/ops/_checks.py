@@ -68,3 +68,9 @@ def reversed_index(index):
 def in_degrees_f32(index):
     """In-degrees as float32, clamped to at least 1 (the ``mean`` normaliser), cached."""
     return index.cached("ops.in_deg_f32", lambda: index.in_degrees().clamp(min=1).to(torch.float32))
+
+
+def inverse_in_degrees(index, dtype):
+    """``1 / in-degree`` (in-degrees clamped to at least 1) in ``dtype`` (float32 or float64): the ``mean``
+    normaliser as a factor, for kernels that scale rows in their accumulator; cached."""
+    return index.cached(f"ops.inv_in_deg.{dtype}", lambda: 1.0 / in_degrees_f32(index).to(dtype))

@@ -171,6 +171,10 @@ Kernels by op:
     ``grad_lhs: (index.num_dst, H * D)``, ``grad_rhs: (E, H)``. Elementwise
     weights ``(E, F)`` are ``H = F``, ``D = 1``. A backend without a fused kernel
     registers its gSpMM and gSDDMM composed (``_reference.composed_mul_backward``).
+    ``row_scale`` (7th argument, passed only for a ``mean``; ``supports`` gets it
+    too): ``(index.num_src,)`` in the accum dtype, the mean's ``1 / in-degree``;
+    each ``grad`` row counts as ``grad[v] * row_scale[v]``, formed in the
+    accumulator (float16 ``grad`` is not scaled into float16: it would underflow).
 
 ``gather_winners(index, grad, winners, out_dtype, op='copy_lhs', rhs=None) -> grad_lhs``
     The node operand's gradient of max/min from slot winners (above;
@@ -571,17 +575,19 @@ def _from_slots(kernel, rows, index, grad, winners, out_dtype, *operands, width=
         return fn(index, grad, winners, out_dtype, *operands)
 
 
-def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul"):
+def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul", row_scale=None):
     """Run the selected fused ``u_mul_e`` (``op='div'``: ``u_div_e``) sum backward; answers empty cases itself.
-    ``(grad_lhs, grad_rhs)``."""
+    ``(grad_lhs, grad_rhs)``. ``row_scale`` (a mean's ``1 / in-degree``) is passed on only when given, so
+    kernels registered before it existed still serve sums."""
     if op not in ("mul", "div"):
         raise ValueError(f"spmm_mul_backward: expected op 'mul' or 'div', got {op!r}")
     if index.num_edges == 0 or grad.shape[1] == 0:
         return torch.zeros(lhs.shape, dtype=lhs.dtype, device=lhs.device), torch.zeros(rhs.shape, dtype=rhs.dtype,
                                                                                       device=rhs.device)
-    fn = _choose("spmm_mul_backward", index, grad, lhs, rhs, heads, op)
+    scale = () if row_scale is None else (row_scale,)
+    fn = _choose("spmm_mul_backward", index, grad, lhs, rhs, heads, op, *scale)
     with autocast_disabled(grad.device.type):
-        return fn(index, grad, lhs, rhs, heads, op)
+        return fn(index, grad, lhs, rhs, heads, op, *scale)
 
 
 def div_edge_grad(index, lhs, grad, rhs, out_dtype):

@@ -8,7 +8,7 @@ from ..precision import (accum_dtype, autocast_cast, autocast_disabled, autocast
 from . import _dispatch
 from . import sddmm as _sddmm_module
 from ._broadcast import infer_bcast, sum_to_shape
-from ._checks import check_choice, check_feature, in_degrees_f32, reversed_index
+from ._checks import check_choice, check_feature, in_degrees_f32, inverse_in_degrees, reversed_index
 
 __all__ = [
     "gspmm",
@@ -160,6 +160,17 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
     N_src, N_dst, E = index.num_src, index.num_dst, index.num_edges
     out_shape = bcast.out_shape
     G = grad_out.reshape((N_dst,) + out_shape)
+    fusable = (op in ("mul", "div") and need_lhs and need_rhs and G.dtype == lhs.dtype
+               and not _double_backward(G, lhs, rhs))
+    heads = _weight_heads(bcast, op, G.dtype, mean=reduce_op == "mean") if fusable else None
+    if heads is not None:
+        # both gradients in one pass over the reversed graph: each G row is gathered once, not twice; a mean's
+        # 1 / in-degree is applied to each row there, in the accumulator (no scaled copy of G, and none in
+        # float32 for float16)
+        row_scale = inverse_in_degrees(index, accum_dtype(G.dtype)) if reduce_op == "mean" else None
+        grad_lhs, grad_rhs = _dispatch.spmm_mul_backward(reversed_index(index), G.reshape(N_dst, bcast.F).contiguous(),
+                                                         lhs, rhs, heads, op, row_scale=row_scale)
+        return grad_lhs.reshape(N_src, bcast.L), grad_rhs.reshape(E, bcast.R)
     if reduce_op == "mean":
         deg = in_degrees_f32(index).reshape((N_dst,) + (1,) * len(out_shape))
         # one pass, computed in float32 (deg is float32). bfloat16 has float32's exponent range, so G / deg
@@ -170,14 +181,6 @@ def _sum_backward(index, op, reduce_op, bcast, lhs, rhs, grad_out, need_lhs, nee
             G = (G.to(accum_dtype(G.dtype)) / deg).to(scaled_dtype)
         else:
             G = rowwise_scale(G, deg, scaled_dtype, divide=True)
-    fusable = (op in ("mul", "div") and need_lhs and need_rhs and G.dtype == lhs.dtype
-               and not _double_backward(G, lhs, rhs))
-    heads = _weight_heads(bcast, op, G.dtype) if fusable else None
-    if heads is not None:
-        # both gradients in one pass over the reversed graph: each G row is gathered once, not twice
-        grad_lhs, grad_rhs = _dispatch.spmm_mul_backward(reversed_index(index), G.reshape(N_dst, bcast.F).contiguous(),
-                                                         lhs, rhs, heads, op)
-        return grad_lhs.reshape(N_src, bcast.L), grad_rhs.reshape(E, bcast.R)
     lhs_nd = None if lhs is None else lhs.reshape((N_src,) + bcast.lhs_shape)
     rhs_nd = None if rhs is None else rhs.reshape((E,) + bcast.rhs_shape)
     grad_lhs = grad_rhs = None
@@ -240,39 +243,49 @@ def _double_backward(*tensors):
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _weight_heads(bcast, op="mul", dtype=torch.float32):
+def _weight_heads(bcast, op="mul", dtype=torch.float32, mean=False):
     """``H`` when ``u_mul_e``'s (``u_div_e``'s) weights take the fused backward, else None: one scalar per edge
-    and head, or, on the CPU, elementwise rows of :data:`FUSED_ELEMENTWISE` columns (as ``H = F`` heads of one
-    column) for ``u_div_e`` and for ``u_mul_e`` in fp32/fp64.
+    and head, or, on the CPU, elementwise rows (as ``H = F`` heads of one column) of up to
+    :data:`SMALL_FUSED_ELEMENTWISE` columns, of :data:`HALF_FUSED_ELEMENTWISE` columns in 16-bit dtypes, of
+    :data:`FUSED_ELEMENTWISE` columns for ``u_div_e``, for ``u_mul_e`` in fp32/fp64 and for a ``mean``
+    (``mean=True``), and of any width for a float16 ``mean``.
 
     The node operand must not broadcast (``lhs_shape == out_shape``). Weights constant along the last
     dimension: ``(E, H, 1)`` against ``(N, H, D)`` (GAT: ``H`` heads) or a scalar per edge (``H = 1``).
-    Other elementwise weights ``(E, *F)`` with ``F > 1`` take the two composed kernels. Measured before the
-    CPU kernel had a register pass for elementwise rows (uniform graph, 2M edges, 2 threads, forward+backward,
-    composed against fused): fp32 F = 2, 4, 8, 15: 28 / 42 / 49 / 96 against 31 / 52 / 69 / 119 ms; bf16
-    F = 4, 8, 31: 31 / 45 / 119 against 39 / 59 / 148 ms; F = 64 fp32 94 against 150 ms; F = 1 even (it is the
-    scalar case). For the widths it has now, see :data:`FUSED_ELEMENTWISE`.
+    Other elementwise weights take the two composed kernels. A mean is fused more widely because the fused
+    pass scales the rows by ``1 / in-degree`` itself, where the composed kernels need a scaled copy of the
+    gradient first: float32 for float16 (``G / deg`` underflows float16), which promoted the 16-bit weights
+    to float32 too, 131k page faults per call on 2M edges x 64 (395 ms against 38 for the sum).
+    Fused over composed, forward+backward (twenty-eighth session, uniform graph, 2M edges, 2 threads, AMD
+    EPYC, interleaved in one process, ``u_mul_e``): F = 2-16 0.65-0.91x in every dtype (sum and mean; 1.0x
+    fp32 F = 12), ``u_div_e`` F = 4-16 0.66-0.85x; F = 32 0.74-0.84x 16-bit but 1.5-1.9x fp32; F = 24 1.2x
+    bf16 and 2.0x fp32, F = 31 1.1-1.3x, F = 100 1.2-1.7x: composed there; float16 means 0.15-0.65x at every
+    width measured (4-128, 31, 100); 16-bit means at F = 64 0.84-0.89x bf16, at F = 128 0.9x bf16 (sums
+    1.1-1.3x) (``benchmarks/results/fused_backward_s28.jsonl`` has one run of ``benchmarks/fused_backward.py``).
     """
     out = bcast.out_shape
     if bcast.lhs_shape != out or len(out) == 0:
         return None
     if bcast.rhs_shape == out and bcast.F > 1:
         cpu = bcast.device is None or torch.device(bcast.device).type == "cpu"
+        if not cpu:
+            return None
+        F = bcast.F
         wide = dtype not in (torch.float16, torch.bfloat16)
-        return bcast.F if cpu and (op == "div" or wide) and bcast.F in FUSED_ELEMENTWISE else None
+        if (F <= SMALL_FUSED_ELEMENTWISE or (mean and dtype == torch.float16)
+                or (not wide and F in HALF_FUSED_ELEMENTWISE)):
+            return F
+        return F if (op == "div" or wide or mean) and F in FUSED_ELEMENTWISE else None
     return _rhs_block_heads(bcast)
 
 
-#: elementwise weight widths ``F`` whose ``u_div_e`` sum backward, and ``u_mul_e``'s in fp32/fp64, take the fused
-#: CPU pass (the register kernel of one-column heads in ``_cpu/spmm_backward.py``: each edge's weight row read
-#: and its gradient written in place, no dots to reduce) instead of a gSpMM and a gSDDMM. Measured
-#: (``benchmarks/fused_backward.py``, uniform graph, 2M edges, 2 threads, AMD EPYC; forward+backward, fused
-#: over composed, three runs, the last in ``benchmarks/results/fused_backward_elementwise_s24.jsonl``): div
-#: F = 64 0.89-0.93x fp32, 0.88-0.93x bf16, 0.86-0.92x fp16; F = 128 0.70-0.94x fp32, 0.84-1.03x bf16,
-#: 0.94-0.97x fp16; mul fp32 F = 64 0.63-1.04x, F = 128 0.81-0.96x. 16-bit ``u_mul_e`` stays composed: 0.85-1.11x,
-#: no gain beyond the noise. The fused backward reads two random rows per edge (``G``, the weights) and
-#: writes a third (their gradient), against the forward's two reads, so neither route reaches 2.5x the
-#: forward (3.0-4.3x fp32 in those runs)
+#: elementwise weights of up to this many columns take the fused CPU backward in every dtype (the general row
+#: loop over one-column heads; measured in :func:`_weight_heads`)
+SMALL_FUSED_ELEMENTWISE = 16
+#: and of these widths in float16/bfloat16 (the general loop vectorises them; float32 rows of 32 columns
+#: measured 1.5-1.9x the composed kernels' time there, 16-bit ones 0.74-0.84x)
+HALF_FUSED_ELEMENTWISE = (32,)
+
 FUSED_ELEMENTWISE = (64, 128)
 
 

@@ -286,9 +286,9 @@ def spy():
 
     calls = []
 
-    def kernel(index, grad, lhs, rhs, heads, op="mul"):
+    def kernel(index, grad, lhs, rhs, heads, op="mul", row_scale=None):
         calls.append(heads if op == "mul" else (heads, op))
-        return _reference.spmm_mul_backward(index, grad, lhs, rhs, heads, op)
+        return _reference.spmm_mul_backward(index, grad, lhs, rhs, heads, op, row_scale)
 
     _dispatch.register("spmm_mul_backward", "spy", kernel, priority=1000)
     try:
@@ -304,10 +304,10 @@ def spy():
     ((2, 3, 4), (1, 1, 1), 1),
     ((2, 3, 4), (2, 3, 1), 6),
     ((1,), (1,), 1),              # elementwise of one column: a scalar weight per edge
-    ((3, 4), (3, 4), None),       # elementwise rows of several columns: the composed path
-    ((40,), (40,), None),
+    ((3, 4), (3, 4), 12),         # elementwise rows of up to 16 columns on the CPU: fused
+    ((40,), (40,), None),         # wider ones of other widths: the composed path
     ((64,), (64,), "div"),        # elementwise rows of 64 or 128 columns on the CPU: fused for u_div_e, and
-                                  # for u_mul_e in fp32/fp64
+                                  # for u_mul_e in fp32/fp64 or under a mean
     ((2, 64), (2, 64), "div"),
     ((4, 16), (4, 16), "div"),
     ((4, 5), (1, 5), None),       # weight varies along D but not H: the composed path
@@ -318,7 +318,7 @@ def spy():
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_op_layer_fuses_exactly_the_per_head_layouts(spy, x_shape, w_shape, heads, reduce_op, dtype, op):
     if heads == "div":
-        heads = math.prod(x_shape) if op == "div" or dtype == torch.float64 else None
+        heads = math.prod(x_shape) if op == "div" or dtype == torch.float64 or reduce_op == "mean" else None
     index = _index("power_law", torch.int32)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn((index.num_src,) + x_shape, generator=gen).to(dtype)
@@ -368,3 +368,91 @@ def test_div_gradcheck_on_the_cpu_kernel(reduce_op, w_shape):
     with use_backend("cpu", strict=True), record_backends() as seen:
         assert torch.autograd.gradcheck(lambda a, b: gspmm(index, "div", reduce_op, a, b), (x, w))
     assert set(seen) == {"cpu"}
+
+
+def _row_scale(index, dtype, seed):
+    """A factor per ``G`` row in the accumulator dtype of ``dtype``, in [0.01, 1]: a mean's ``1 / deg`` spans it."""
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    gen = torch.Generator().manual_seed(seed)
+    return (0.01 + 0.99 * torch.rand(index.num_dst, generator=gen, dtype=torch.float64)).to(acc)
+
+
+def _check_row_scale(backend, index, H, D, dtype, op, seed):
+    G, x, w = _operands(index, H, D, dtype, seed=seed, op=op)
+    scale = _row_scale(index, dtype, seed)
+    copies = [t.clone() for t in (G, x, w, scale)]
+    with use_backend(backend, strict=True), record_backends() as seen:
+        grad_x, grad_w = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, op, row_scale=scale)
+    assert seen == [backend]
+    assert grad_x.dtype == dtype and grad_w.dtype == dtype
+    scaled = G.double() * scale.double()[:, None]
+    if backend == "torch" and dtype == torch.bfloat16:     # composed: the scaled rows are rounded to bf16 first
+        scaled = (G.float() * scale[:, None]).to(dtype).double()
+    ex, ew = _expected(index, scaled, x, w, op)
+    assert_close(grad_x, ex, dtype)
+    assert_close(grad_w, ew, dtype)
+    for before, after in zip(copies, (G, x, w, scale)):
+        assert torch.equal(before, after)                                      # inputs untouched
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", ["zero_in_degree", "power_law"])
+@pytest.mark.parametrize("H, D", [(3, 4), (1, 64)])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_row_scale_matches_float64_formula(backend, dtype, case, H, D, op, idtype):
+    # a mean's 1 / in-degree applied to each gradient row inside the pass: every backend (the composed ones
+    # scale first; float16 on float32 copies)
+    _check_row_scale(backend, _index(case, idtype), H, D, dtype, op, seed=H + D)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("H, D", [(5, 1), (4, 16), (16, 8), (2, 64), (64, 1), (1, 256), (1, 128)])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_row_scale_in_every_cpu_kernel_family(dtype, H, D, op):
+    # general loop (elementwise), folded heads, narrow heads in slot order, a wide head's in-loop dots,
+    # elementwise register rows, column blocks, one weight per edge
+    pytest.importorskip("numba")
+    _check_row_scale("cpu", _fanout_index(torch.int64) if D == 256 else _index("power_law", torch.int64), H, D,
+                     dtype, op, seed=7 * H + D)
+
+
+def test_row_scale_is_checked():
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu._backend import _csc
+    from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
+
+    index = _index("power_law", torch.int64)
+    indptr, src, eid = _csc(reversed_index(index))
+    G, x, w = _operands(index, 1, 4, torch.bfloat16)
+    args = (indptr, src, eid, G.reshape(-1, 1, 4), x.reshape(-1, 1, 4), w)
+    with pytest.raises(TypeError, match="row_scale as a CPU torch.float32 tensor"):
+        mul_sum_backward(*args, row_scale=torch.ones(index.num_dst, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match=rf"row_scale of shape \({index.num_dst},\)"):
+        mul_sum_backward(*args, row_scale=torch.ones(index.num_dst + 1))
+
+
+@pytest.mark.parametrize("w_shape", [(1,), (4, 1), (4, 8)], ids=["scalar", "heads", "elementwise"])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_float16_mean_takes_the_fused_kernel_on_a_100k_hub(spy, w_shape, op):
+    # float16 means used to scale G into a float32 copy and take the composed kernels (elementwise weights
+    # of any width too, promoted to float32); the fused pass scales in its float32 accumulator: no copy,
+    # and 1 / 100,000 underflows nothing
+    E = 100_000
+    src = torch.arange(E) % 997
+    dst = torch.zeros(E, dtype=torch.int64)
+    dst[::50] = 1
+    index = Index.from_coo(src, dst, 997, 3)
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(997, 4, 8, generator=gen).half()
+    w = (torch.rand((E,) + w_shape, generator=gen) + 0.5).half()
+    gy = torch.randn(3, 4, 8, generator=gen).half()
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    gspmm(index, op, "mean", xr, wr).backward(gy)
+    heads = math.prod(w_shape)
+    assert spy == [(heads if op == "mul" else (heads, op))]
+    xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
+    with use_backend("reference", strict=True):
+        gspmm(index, op, "mean", xd, wd).backward(gy.double())
+    assert_close(xr.grad, xd.grad, torch.float16)
+    assert_close(wr.grad, wd.grad, torch.float16)

@@ -243,13 +243,14 @@ def _csr_slots(index, dtype):
     return index.cached(f"cpu.csr_slots.{dtype}", build)
 
 
-def spmm_mul_backward_supports(index, grad, lhs, rhs, heads, op="mul"):
+def spmm_mul_backward_supports(index, grad, lhs, rhs, heads, op="mul", row_scale=None):
     """Whether :func:`spmm_mul_backward` runs this call: CPU float operands of one dtype and Numba present."""
     return grad.dtype == lhs.dtype == rhs.dtype and _ok((grad, lhs, rhs), lhs.dtype)
 
 
-def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul"):
-    """Both gradients of a ``u_mul_e`` (``u_div_e``) sum in one pass over ``index.csc()`` (:mod:`.spmm_backward`)."""
+def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul", row_scale=None):
+    """Both gradients of a ``u_mul_e`` (``u_div_e``) sum in one pass over ``index.csc()`` (:mod:`.spmm_backward`);
+    ``row_scale`` (a mean's ``1 / in-degree``) is applied inside the pass."""
     from .spmm_backward import mul_sum_backward
 
     indptr, src, eid = _csc(index)
@@ -257,7 +258,7 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul"):
     D = grad.shape[1] // H
     inverse = None if eid is None else _eid_inverse(index)
     grad_lhs, grad_rhs = mul_sum_backward(indptr, src, eid, grad.view(-1, H, D), lhs.view(-1, H, D), rhs,
-                                          divide=op == "div", eid_inverse=inverse)
+                                          divide=op == "div", row_scale=row_scale, eid_inverse=inverse)
     return grad_lhs.view(index.num_dst, H * D), grad_rhs
 
 

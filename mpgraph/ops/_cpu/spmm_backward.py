@@ -29,6 +29,11 @@ sequentially, and the gradient goes back to the edge ids by a second scatter. El
 ``x``'s gradient, and ``-dot / w**2 = -dot * (1 / w)**2`` as the weight's: one kernel instead of a gSpMM,
 a gSDDMM and an elementwise division over the edges.
 
+A ``mean`` (``out[v]`` divided by ``v``'s in-degree) passes ``row_scale = 1 / in-degree``: each edge's factor
+and dot are multiplied by ``row_scale[v]`` in the accumulator (one load per edge, prefetched with the ``G``
+row), which saves the op layer a scaled copy of ``G``: a pass over it for bf16 and fp32, and for fp16 a float32
+copy (``G / deg`` underflows fp16), with which the composed kernels ran.
+
 Accumulation is fp32 (fp64 for fp64) and each result is rounded once to the operands' dtype. Rows are
 split into balanced chunks (power-law hubs do not serialise a thread); each ``x`` row is written by the
 one thread that owns it and each edge's weight gradient once, so results do not depend on the thread
@@ -37,6 +42,7 @@ count.
 
 import functools
 
+import numpy as np
 import torch
 from numba import njit
 
@@ -56,12 +62,14 @@ def _make_general_rows(DIV):
     """The general row loop (runtime ``H`` and ``D``); ``DIV``: ``u_div_e`` (see :func:`mul_sum_backward`)."""
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
-    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, acc, H, D, pf_dist, pf_lines, pf_step):
+    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, acc, scale, H, D, pf_dist, pf_lines, pf_step):
         """Rows ``[r_begin, r_end)`` of the reversed structure: ``gx[r]``, and ``gw`` at each row's slots
-        (``w`` and ``gw`` are indexed by ``eid[k]``, or by the slot ``k`` itself when ``eid`` is empty)."""
+        (``w`` and ``gw`` are indexed by ``eid[k]``, or by the slot ``k`` itself when ``eid`` is empty; ``G[v]``
+        counts ``scale[v]`` times unless ``scale`` is empty)."""
         F = H * D
         E_end = raw_get(indptr, indptr.size - 1)
         use_eid = eid.size > 0
+        use_scale = scale.size > 0
         zero = acc_zero(gx)
         one = to_acc(gx, 1.0)
         for r in range(r_begin, r_end):
@@ -75,11 +83,15 @@ def _make_general_rows(DIV):
                         prefetch(G, vp + t * pf_step)
                     if use_eid:
                         _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
-                gb = raw_get(indices, k) * F
+                    if use_scale:
+                        prefetch(scale, raw_get(indices, k + pf_dist))
+                v = raw_get(indices, k)
+                gb = v * F
                 eb = edge_of(eid, use_eid, k) * H
+                sc = _row_scale(scale, use_scale, v, one)
                 if D == 1:                          # elementwise weights: one vectorisable loop over F
                     for h in range(H):
-                        g = to_acc(gx, load(G, gb + h))
+                        g = to_acc(gx, load(G, gb + h)) * sc
                         wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
                         store(gw, eb + h, _weight_grad(DIV, g * to_acc(gx, load(x, xb + h)), wv))
                         acc[h] += g * wv
@@ -90,9 +102,10 @@ def _make_general_rows(DIV):
                     for d in range(D):              # [D] reduction; G's row is in L1 for the next loop
                         dot += to_acc(gx, load(G, gb + hb + d)) * to_acc(gx, load(x, xb + hb + d))
                     wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
-                    store(gw, eb + h, _weight_grad(DIV, dot, wv))
+                    store(gw, eb + h, _weight_grad(DIV, dot * sc, wv))
+                    ws = wv * sc
                     for d in range(D):              # [D] axpy into the row's accumulator
-                        acc[hb + d] += to_acc(gx, load(G, gb + hb + d)) * wv
+                        acc[hb + d] += to_acc(gx, load(G, gb + hb + d)) * ws
             for j in range(F):
                 store(gx, xb + j, acc[j])
 
@@ -105,6 +118,12 @@ def _prefetch_edge(w, gw, start):
     permutation: these accesses are as random as the ``G`` rows')."""
     prefetch(w, start)
     prefetch(gw, start)     # measured: without it the in-place route took 1.03-1.39x the slot-order route's time
+
+
+@njit(inline="always")
+def _row_scale(scale, use_scale, v, one):
+    """The factor of ``G[v]``: ``scale[v]`` (a ``mean``'s ``1 / in-degree``), or ``one`` without a scale."""
+    return raw_get(scale, v) if use_scale else one
 
 
 @njit(inline="always")
@@ -139,15 +158,18 @@ def _make_heads_rows(W, SEG, DIV):
     NARROW_H, NARROW_W = (H, W) if 1 < SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
-    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H_, D_, pf_dist, pf_lines, pf_step):
+    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, scale, H_, D_, pf_dist, pf_lines,
+             pf_step):
         acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
         xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
         wv = stack_acc(gx, NARROW_H)                # [H] the edge's weights (narrow heads only)
+        ws = stack_acc(gx, NARROW_H)                # [H] those times the row scale (narrow heads only)
         prod = stack_acc(gx, NARROW_W)              # [W] G * x of the edge, summed per head (narrow heads only)
         zero = acc_zero(gx)
         one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
         use_eid = eid.size > 0
+        use_scale = scale.size > 0
         for r in range(r_begin, r_end):
             xb = r * W
             for j in range(W):
@@ -165,11 +187,15 @@ def _make_heads_rows(W, SEG, DIV):
                                 _prefetch_edge(w, gw, ep + t * pf_step)
                         else:
                             _prefetch_edge(w, gw, ep)
-                gb = raw_get(indices, k) * W
+                    if use_scale:
+                        prefetch(scale, raw_get(indices, k + pf_dist))
+                v = raw_get(indices, k)
+                gb = v * W
                 eb = edge_of(eid, use_eid, k) * H
+                sc = _row_scale(scale, use_scale, v, one)
                 if SEG == 1:                        # (compile-time) elementwise weights (E, W): no dots
                     for j in range(W):
-                        g = to_acc(gx, load(G, gb + j))
+                        g = to_acc(gx, load(G, gb + j)) * sc
                         f = _factor(DIV, one, to_acc(gx, load(w, eb + j)))
                         acc[j] += g * f
                         store(gw, eb + j, _weight_grad(DIV, g * xr[j], f))
@@ -177,22 +203,25 @@ def _make_heads_rows(W, SEG, DIV):
                 if SEG >= WIDE_HEAD:                # (compile-time) each head's dot is a register reduction in
                     for h in range(H):              # the loop; through prod[] measured 1.5-2.7x slower at
                         f = _factor(DIV, one, to_acc(gx, load(w, eb + h)))  # H = 1, W = 64
+                        fs = f * sc
                         dot = zero
                         for d in range(SEG):        # [SEG]: one G element feeds both products
                             j = h * SEG + d
                             g = to_acc(gx, load(G, gb + j))
-                            acc[j] += g * f
+                            acc[j] += g * fs
                             dot += g * xr[j]
-                        store(gw, eb + h, _weight_grad(DIV, dot, f))
+                        store(gw, eb + h, _weight_grad(DIV, dot * sc, f))
                     continue
                 for h in range(H):
                     wv[h] = to_acc(gx, load(w, eb + h))
                 if DIV:                             # (compile-time) the reciprocals in a loop of their own:
                     for h in range(H):              # one vector division
                         wv[h] = _factor(DIV, one, wv[h])
+                for h in range(H):
+                    ws[h] = wv[h] * sc
                 for j in range(W):                  # [W]: one G element feeds both products
                     g = to_acc(gx, load(G, gb + j))
-                    acc[j] += g * wv[j // SEG]
+                    acc[j] += g * ws[j // SEG]
                     prod[j] = g * xr[j]
                 if TREE:                            # (compile-time) fold every head's products in halves:
                     half = SEG // 2                 # a step adds lanes [half, 2 half) of each head to its
@@ -202,13 +231,13 @@ def _make_heads_rows(W, SEG, DIV):
                             prod[hs] = prod[hs] + prod[hs + half]
                         half //= 2
                     for h in range(H):
-                        store(gw, eb + h, _weight_grad(DIV, prod[h * SEG], wv[h]))
+                        store(gw, eb + h, _weight_grad(DIV, prod[h * SEG] * sc, wv[h]))
                     continue
                 for h in range(H):                  # each head's dot: a reduction of its SEG products
                     dot = zero
                     for d in range(SEG):
                         dot += prod[h * SEG + d]
-                    store(gw, eb + h, _weight_grad(DIV, dot, wv[h]))
+                    store(gw, eb + h, _weight_grad(DIV, dot * sc, wv[h]))
             for j in range(W):
                 store(gx, xb + j, acc[j])
 
@@ -263,7 +292,8 @@ def _make_wide_rows(CB, DIV):
     whole row's, of the shared row signature) is unused: a pass prefetches one block."""
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
-    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, H, D, pf_dist, pf_lines, pf_step):
+    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, scale, H, D, pf_dist, pf_lines,
+             pf_step):
         F = H * D
         accb = stack_acc(gx, CB)                    # [CB] one block of gx[r]
         xr = stack_acc(gx, CB)                      # [CB] the block of x[r] in the accumulator type
@@ -272,6 +302,7 @@ def _make_wide_rows(CB, DIV):
         E_end = raw_get(indptr, indptr.size - 1)
         n_lines = (CB + pf_step - 1) // pf_step
         use_eid = eid.size > 0
+        use_scale = scale.size > 0
         for r in range(r_begin, r_end):
             xb = r * F
             k0 = raw_get(indptr, r)
@@ -300,16 +331,22 @@ def _make_wide_rows(CB, DIV):
                                 vp = raw_get(indices, kt) * F + ct
                                 for t in range(n_lines):
                                     prefetch(G, vp + t * pf_step)
-                            if use_eid and col == 0 and k + pf_dist < E_end:   # the first pass brings the
-                                _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)  # edge's weights in
-                        gb = raw_get(indices, k) * F + col
+                            if col == 0 and k + pf_dist < E_end:    # the first pass brings the edge's
+                                if use_eid:                         # weights (and row scale) in
+                                    _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
+                                if use_scale:
+                                    prefetch(scale, raw_get(indices, k + pf_dist))
+                        v = raw_get(indices, k)
+                        gb = v * F + col
                         eb = edge_of(eid, use_eid, k) * H
-                        wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
+                        sc = _row_scale(scale, use_scale, v, one)
+                        ws = _factor(DIV, one, to_acc(gx, load(w, eb + h))) * sc
                         dot = zero
                         for j in range(CB):             # [CB]: one G element feeds both products
                             g = to_acc(gx, load(G, gb + j))
-                            accb[j] += g * wv
+                            accb[j] += g * ws
                             dot += g * xr[j]
+                        dot *= sc                       # a scaled partial: the head's dot sums them
                         q = F + (k - kc) * H + h
                         if first:
                             scratch[q] = dot
@@ -383,18 +420,18 @@ def _kernel(W, SEG=0, CB=0, DIV=False):
     wide = CB > 0
 
     @njit(cache=True, nogil=True)
-    def kernel(counter, bounds, indptr, indices, eid, G, x, w, gx, gw, H, D, pf_dist, pf_lines, pf_step):
+    def kernel(counter, bounds, indptr, indices, eid, G, x, w, gx, gw, scale, H, D, pf_dist, pf_lines, pf_step):
         _ = source_hash
         indptr, indices, eid = borrow(indptr), borrow(indices), borrow(eid)
-        G, x, w, gx, gw = borrow(G), borrow(x), borrow(w), borrow(gx), borrow(gw)
+        G, x, w, gx, gw, scale = borrow(G), borrow(x), borrow(w), borrow(gx), borrow(gw), borrow(scale)
         # one scratch per thread, not per row: the general loop's row accumulator; the wide kernel's row
         # accumulator and a chunk's dots
         acc = alloc_acc(gx, H * D if general else (H * D + WIDE_CHUNK * H if wide else 1))
         nchunks = bounds.size - 1
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
-            block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, eid, G, x, w, gx, gw, acc, H, D,
-                       pf_dist, pf_lines, pf_step)
+            block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, eid, G, x, w, gx, gw, acc, scale,
+                       H, D, pf_dist, pf_lines, pf_step)
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -428,6 +465,10 @@ def _copy_kernel():
     return kernel
 
 
+#: the empty ``scale`` of a call without a row scale, in each accumulator type (its kernels' argument type)
+_NO_SCALE = {torch.float32: np.zeros(0, np.float32), torch.float64: np.zeros(0, np.float64)}
+
+
 def _permute(t, perm, gather, out=None):
     """Rows of ``t: (E, H)`` moved by ``perm``: ``t[perm]`` (gather) or ``out[perm] = t`` (scatter), into
     ``out`` when given (a buffer of ``t``'s shape and dtype that does not overlap ``t``)."""
@@ -440,7 +481,8 @@ def _permute(t, perm, gather, out=None):
     return out
 
 
-def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, eid_inverse=None, prefetch_distance=None):
+def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=None, eid_inverse=None,
+                     prefetch_distance=None):
     """Both gradients of ``out = u_mul_e_sum(x, w)`` (or ``u_div_e_sum`` with ``divide``) in one pass over the
     reversed structure.
 
@@ -464,6 +506,11 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, eid_inverse
         ``-sum_d G[v] x[u] / w[e]**2``, both through the weight's reciprocal computed in the accumulator
         type (one extra rounding there, none in the output format). A zero weight gives inf/nan as torch's
         division does.
+    row_scale : Tensor ``(N_dst,)``, float32 (float64 for float64 operands), optional
+        A factor of each row of ``G``: the gradients are those of ``G[v] * row_scale[v]``, the product formed
+        in the accumulator (``mean``'s ``1 / in-degree``: the forward divided each sum by it). Scaling inside
+        the pass saves a pass over ``G`` and, for float16, a float32 copy of it (``G / deg`` underflows
+        float16 at large in-degrees; here nothing scaled is stored).
     eid_inverse : Tensor, int64, ``(E,)``, optional
         The slot of each edge id (``eid_inverse[eid[k]] == k``). Used only where ``w`` is moved into slot
         order (:func:`_slot_order`): then by a scatter over the edge ids (sequential reads, random writes)
@@ -499,6 +546,15 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, eid_inverse
     check_float("w", w, min_dim=2)
     if not (G.dtype == x.dtype == w.dtype):
         raise TypeError(f"expected G, x and w of one dtype, got {G.dtype}, {x.dtype} and {w.dtype}")
+    scale_dtype = torch.float64 if G.dtype == torch.float64 else torch.float32
+    if row_scale is not None:
+        if not isinstance(row_scale, torch.Tensor) or row_scale.dtype != scale_dtype or row_scale.device.type != "cpu":
+            got = f"{row_scale.dtype} on {row_scale.device}" if isinstance(row_scale, torch.Tensor) else type(row_scale)
+            raise TypeError(f"expected row_scale as a CPU {scale_dtype} tensor (the accumulator type of {G.dtype}), "
+                            f"got {got}")
+        if row_scale.dim() != 1 or row_scale.numel() != G.shape[0]:
+            raise ValueError(f"expected row_scale of shape ({G.shape[0]},), one factor per row of G, got "
+                             f"{tuple(row_scale.shape)}")
     N_src, H, D = x.shape[0], x.shape[1], x.shape[2]
     E = indices.numel()
     if (x.dim() != 3 or G.dim() != 3 or tuple(G.shape[1:]) != (H, D) or tuple(w.shape) != (E, H)
@@ -526,9 +582,10 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, eid_inverse
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, H * D // 16))
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     pf_lines = (H * D * G_np.itemsize + 63) // 64
+    scale_np = (_NO_SCALE[scale_dtype] if row_scale is None else kernel_view(row_scale.contiguous()))
     run_parallel(_kernel(W, SEG, CB, DIV=bool(divide)), nthreads, bounds, indptr_np,
                  index_view(indices.contiguous()), index_view(None if eid_k is None else eid_k.contiguous()), G_np,
-                 kernel_view(x.contiguous()), kernel_view(w_k), kernel_view(gx), kernel_view(gw_k), H, D, pf,
+                 kernel_view(x.contiguous()), kernel_view(w_k), kernel_view(gx), kernel_view(gw_k), scale_np, H, D, pf,
                  pf_lines, 64 // G_np.itemsize)
     if not permuted:
         return gx, gw_k
