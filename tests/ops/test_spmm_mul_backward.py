@@ -88,17 +88,17 @@ def test_kernel_matches_float64_formula(backend, dtype, case, H, D, op, idtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [32, 64, 128])
 @pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_register_resident_rows_match_float64_formula(dtype, D, case, op, idtype):
-    # one weight per edge and 64 or 128 features: the Numba kernel's register-resident row variant
+    # one weight per edge and 32, 64 or 128 features: the Numba kernel's register-resident row variant
     index = _index(case, idtype)
     _check_cpu_kernel(index, 1, D, dtype, D, op)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
-@pytest.mark.parametrize("H, D", [(8, 8), (16, 8), (32, 2)])
+@pytest.mark.parametrize("H, D", [(8, 8), (16, 8), (32, 2), (8, 4), (16, 2)])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
     # GAT's heads narrower than 16 columns on 64/128 features: the kernel's row variant with D compiled in
@@ -107,27 +107,27 @@ def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("H, D", [(4, 16), (8, 8)])
+@pytest.mark.parametrize("H, D", [(4, 16), (8, 8), (4, 8)])
 @pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_folded_head_dots_match_float64_formula(dtype, H, D, case, op, idtype):
-    # heads of 16 or 8 on 64 features: the register kernel folds all heads' products in halves at once
+    # heads of 16 or 8 on 64 features, of 8 on 32: the register kernel folds all heads' products in halves
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
     W, SEG, CB = spmm_backward._kernel_key(H, D)
-    assert (W, SEG, CB) == (64, D, 0) and spmm_backward._tree(W, SEG)
+    assert (W, SEG, CB) == (H * D, D, 0) and spmm_backward._tree(W, SEG)
     assert not spmm_backward._slot_order(W, SEG)            # weights read in place at their edge ids
     index = _index(case, idtype)
     _check_cpu_kernel(index, H, D, dtype, 3 * H + D, op)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("F", [64, 128])
+@pytest.mark.parametrize("F", [32, 64, 128])
 @pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_elementwise_register_rows_match_float64_formula(dtype, F, case, op, idtype):
-    # elementwise weights (E, F) of 64 or 128 columns: the register kernel of F heads of one column (no dots)
+    # elementwise weights (E, F) of 32, 64 or 128 columns: the register kernel of F heads of one column (no dots)
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
@@ -167,8 +167,12 @@ def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
     assert spmm_backward._kernel_key(4, 32) == (128, 32, 0)
     assert spmm_backward._kernel_key(4, 16) == (64, 16, 0)        # heads of 16 on 64: folded dots
     assert spmm_backward._kernel_key(8, 16) == (0, 0, 0)          # on 128 columns: the general loop
-    assert [spmm_backward._tree(W, SEG) for W, SEG in ((64, 8), (64, 16), (64, 4), (128, 8), (128, 16))] == [
-        True, True, False, False, False]
+    assert spmm_backward._kernel_key(1, 32) == (32, 32, 0)        # 32 features
+    assert spmm_backward._kernel_key(4, 8) == (32, 8, 0)
+    assert spmm_backward._kernel_key(8, 4) == (32, 4, 0)
+    assert spmm_backward._kernel_key(2, 16) == (0, 0, 0)
+    assert [spmm_backward._tree(W, SEG) for W, SEG in ((64, 8), (64, 16), (64, 4), (128, 8), (128, 16), (32, 8),
+                                                        (32, 4))] == [True, True, False, False, False, True, False]
     assert spmm_backward._kernel_key(1, 256) == (0, 0, 128)
     assert spmm_backward._kernel_key(1, 96) == (0, 0, 0)
     with pytest.raises(ValueError, match="SEG dividing W"):

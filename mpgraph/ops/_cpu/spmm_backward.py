@@ -269,11 +269,16 @@ def _slot_order(W, SEG):
 TREE_SEGS = (8, 16)
 #: the row width of the folded-dots kernel: its row accumulator, widened ``x`` row and products fit in registers
 TREE_WIDTH = 64
+#: further ``(W, SEG)`` shapes that fold: 4 heads of 8 on 32 features (GAT's common hidden layer), 0.84-0.86x
+#: the per-head sums in slot order (fp32 and bf16, ``u_mul_e`` and ``u_div_e`` sum, uniform graph, 2M edges, one
+#: in-process round of 7 reps, twenty-eighth session); 8 heads of 4 there were 0.54-0.75x the general loop
+#: folded and 0.56-0.69x per head, so they keep the per-head sums
+TREE_SHAPES = ((32, 8),)
 
 
 def _tree(W, SEG):
     """Whether the register kernel of ``W // SEG`` heads of ``SEG`` folds its dots across heads."""
-    return W == TREE_WIDTH and SEG in TREE_SEGS
+    return (W == TREE_WIDTH and SEG in TREE_SEGS) or (W, SEG) in TREE_SHAPES
 
 
 #: edges per chunk of the column-blocked kernel (:func:`_make_wide_rows`): the chunk's per-head dot partials
@@ -372,8 +377,12 @@ def _make_wide_rows(CB, DIV):
 WIDE_HEAD = 32
 
 #: row widths with a register-resident kernel (``H = 1``, or heads of :data:`HEAD_SEGS` columns); other shapes
-#: take the column-blocked kernel when a :data:`WIDE_BLOCKS` width divides ``D``, else the general row loop
-BLOCK_WIDTHS = (64, 128)
+#: take the column-blocked kernel when a :data:`WIDE_BLOCKS` width divides ``D``, else the general row loop.
+#: 32 since the twenty-eighth session, against the general loop (uniform graph, 2M edges, 2 threads, fp32 and
+#: bf16, ``u_mul_e``/``u_div_e`` sum, one in-process round of 7 reps): one weight per edge 0.78-0.83x, 8 heads of
+#: 4 0.56-0.69x, 16 heads of 2 0.55-0.74x, elementwise (E, 32) 0.95-1.01x, 4 heads of 8 0.98-1.05x (0.84-0.86x
+#: folded, :data:`TREE_SHAPES`)
+BLOCK_WIDTHS = (32, 64, 128)
 #: head widths ``D`` with a register-resident kernel for ``H = W // D`` heads: narrow ones through a products
 #: array, from :data:`WIDE_HEAD` on with each head's dot in the loop. Heads of 16 take it only at 64 columns,
 #: where their dots fold across heads (:data:`TREE_SEGS`); elsewhere they stay on the general row loop,
