@@ -257,7 +257,7 @@ def _weight_heads(bcast, op="mul", dtype=torch.float32, mean=False):
     gradient first: float32 for float16 (``G / deg`` underflows float16), which promoted the 16-bit weights
     to float32 too, 131k page faults per call on 2M edges x 64 (395 ms against 38 for the sum).
     Fused over composed, forward+backward (twenty-eighth session, uniform graph, 2M edges, 2 threads, AMD
-    EPYC, interleaved in one process, ``u_mul_e``): F = 2-16 0.65-0.91x in every dtype (sum and mean; 1.0x
+    EPYC, interleaved in one process, ``u_mul_e``): F = 2-16 0.65-0.95x in every dtype (sum and mean; 1.0x
     fp32 F = 12), ``u_div_e`` F = 4-16 0.66-0.85x; F = 32 0.74-0.84x 16-bit but 1.5-1.9x fp32; F = 24 1.2x
     bf16 and 2.0x fp32, F = 31 1.1-1.3x, F = 100 1.2-1.7x: composed there; float16 means 0.15-0.65x at every
     width measured (4-128, 31, 100); 16-bit means at F = 64 0.84-0.89x bf16, at F = 128 0.9x bf16 (sums
@@ -282,10 +282,20 @@ def _weight_heads(bcast, op="mul", dtype=torch.float32, mean=False):
 #: elementwise weights of up to this many columns take the fused CPU backward in every dtype (the general row
 #: loop over one-column heads; measured in :func:`_weight_heads`)
 SMALL_FUSED_ELEMENTWISE = 16
-#: and of these widths in float16/bfloat16 (the general loop vectorises them; float32 rows of 32 columns
-#: measured 1.5-1.9x the composed kernels' time there, 16-bit ones 0.74-0.84x)
+#: and of these widths in float16/bfloat16 (16-bit rows of 32 columns measured 0.70-0.84x the composed kernels'
+#: time in the general loop, 0.95-0.97x of that since the register rows of 32 columns; float32 ones 1.5-1.9x)
 HALF_FUSED_ELEMENTWISE = (32,)
 
+#: elementwise weight widths ``F`` whose ``u_div_e`` sum backward, and ``u_mul_e``'s in fp32/fp64 or under a mean,
+#: take the fused CPU pass (the register kernel of one-column heads in ``_cpu/spmm_backward.py``: each edge's
+#: weight row read and its gradient written in place, no dots to reduce) instead of a gSpMM and a gSDDMM.
+#: Measured (``benchmarks/fused_backward.py``, uniform graph, 2M edges, 2 threads, AMD EPYC; forward+backward,
+#: fused over composed, three runs, the last in ``benchmarks/results/fused_backward_elementwise_s24.jsonl``): div
+#: F = 64 0.89-0.93x fp32, 0.88-0.93x bf16, 0.86-0.92x fp16; F = 128 0.70-0.94x fp32, 0.84-1.03x bf16,
+#: 0.94-0.97x fp16; mul fp32 F = 64 0.63-1.04x, F = 128 0.81-0.96x. 16-bit ``u_mul_e`` sums stay composed:
+#: 0.85-1.11x, no gain beyond the noise (1.1-1.3x at F = 128 in the twenty-eighth session). The fused backward
+#: reads two random rows per edge (``G``, the weights) and writes a third (their gradient), against the
+#: forward's two reads, so neither route reaches 2.5x the forward (3.0-4.3x fp32 in those runs)
 FUSED_ELEMENTWISE = (64, 128)
 
 
