@@ -8,7 +8,7 @@ the kernel contract documented in :mod:`mpgraph.ops._dispatch`.
 
 import torch
 
-from ..precision import accum_dtype
+from ..precision import accum_dtype, rowwise_scale
 
 __all__ = ["spmm", "sddmm", "edge_softmax", "binary", "spmm_mul_backward", "composed_mul_backward",
            "composed_mul_backward_supports", "dropout", "dropout_backward", "dropout_keep"]
@@ -238,7 +238,10 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul", row_scale=None):
     H = heads
     D = grad.shape[1] // H
     v, u = index.src64, index.dst64                       # reversed graph: edge e goes v -> u
-    g = _scaled_rows(grad, row_scale, acc).reshape(-1, H, D).index_select(0, v)  # (E, H, D)
+    g = grad.to(acc)
+    if row_scale is not None:
+        g = g * row_scale.to(acc).reshape(-1, 1)
+    g = g.reshape(-1, H, D).index_select(0, v)                                   # (E, H, D)
     x = lhs.to(acc).reshape(-1, H, D)
     grad_lhs = torch.zeros(index.num_dst, H, D, dtype=acc, device=grad.device)
     w = rhs.to(acc).reshape(-1, H, 1)
@@ -249,29 +252,24 @@ def spmm_mul_backward(index, grad, lhs, rhs, heads, op="mul", row_scale=None):
     return grad_lhs.reshape(index.num_dst, H * D).to(lhs.dtype), grad_rhs.to(rhs.dtype)
 
 
-def _scaled_rows(grad, row_scale, acc):
-    """``grad`` in the accumulator dtype ``acc``, each row times ``row_scale`` when given."""
-    g = grad.to(acc)
-    return g if row_scale is None else g * row_scale.to(acc).reshape(-1, 1)
-
-
 def composed_mul_backward(spmm_kernel, sddmm_kernel):
     """``spmm_mul_backward`` of a backend without a fused kernel: its own gSpMM then its own gSDDMM.
 
     ``grad_lhs`` is the gSpMM ``u_mul_e`` (``u_div_e``) sum on the reversed graph, ``grad_rhs`` the gSDDMM
     ``u_dot_v`` on it (for ``u_div_e`` in the accumulator dtype, then divided by ``-w**2`` and rounded once):
-    the same kernels the op layer would call one by one. A ``row_scale`` is applied to ``grad`` first, in the
-    accumulator dtype; the scaled rows are rounded back to ``grad``'s dtype for float32/float64 and bfloat16
-    (float32's exponent range: nothing underflows), while float16 operands (whose scaled rows could
-    underflow) run the two kernels on float32 copies and round the results once.
+    the same kernels the op layer would call one by one. A ``row_scale`` is applied to ``grad`` first
+    (:func:`mpgraph.precision.rowwise_scale`: the product in the wider dtype, rounded once); the scaled rows
+    are in ``grad``'s dtype for float32/float64 and bfloat16 (float32's exponent range: nothing underflows),
+    while float16 operands (whose scaled rows could underflow) run the two kernels on float32 copies and round
+    the results once.
     """
     def kernel(index, grad, lhs, rhs, heads, op="mul", row_scale=None):
         if row_scale is not None:
-            acc = accum_dtype(grad.dtype)
-            scaled = _scaled_rows(grad, row_scale, acc)
+            s = row_scale.reshape(-1, 1)
             if grad.dtype != torch.float16:
-                return kernel(index, scaled.to(grad.dtype), lhs, rhs, heads, op)
-            grad_lhs, grad_rhs = kernel(index, scaled, lhs.to(acc), rhs.to(acc), heads, op)
+                return kernel(index, rowwise_scale(grad, s, grad.dtype), lhs, rhs, heads, op)
+            acc = accum_dtype(grad.dtype)
+            grad_lhs, grad_rhs = kernel(index, rowwise_scale(grad, s, acc), lhs.to(acc), rhs.to(acc), heads, op)
             return grad_lhs.to(lhs.dtype), grad_rhs.to(rhs.dtype)
         mul, dot = _mul_backward_bcasts(grad, heads, op)
         grad_lhs, _, _ = spmm_kernel(index, op, "sum", grad, rhs, mul, lhs.dtype)

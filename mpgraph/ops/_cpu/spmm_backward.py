@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from ...precision import accum_dtype
 from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out,
                     index_view, kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc,
                     store, to_acc)
@@ -555,7 +556,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=N
     check_float("w", w, min_dim=2)
     if not (G.dtype == x.dtype == w.dtype):
         raise TypeError(f"expected G, x and w of one dtype, got {G.dtype}, {x.dtype} and {w.dtype}")
-    scale_dtype = torch.float64 if G.dtype == torch.float64 else torch.float32
+    scale_dtype = accum_dtype(G.dtype)
     if row_scale is not None:
         if not isinstance(row_scale, torch.Tensor) or row_scale.dtype != scale_dtype or row_scale.device.type != "cpu":
             got = f"{row_scale.dtype} on {row_scale.device}" if isinstance(row_scale, torch.Tensor) else type(row_scale)
