@@ -852,6 +852,38 @@ def test_spmm_slot_winners(max_in, slot, reduce):
         K.gspmm("copy_lhs", reduce, indptr, indices, eid, x, None, need_arg="ids")
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("F", [64, 200, 70])
+@pytest.mark.parametrize("op", ["copy_rhs", "copy_lhs", "add"])
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_half_slot_winners_in_every_pass_width(dtype, F, op, reduce):
+    """16-bit max/min recording slot winners through each pass (128 columns, the inlined 64-column pass, the
+    runtime-width tail): values equal the id path's and the float64 extreme, each slot names an edge that
+    holds the extreme, and it is the id path's winner."""
+    src, dst, N = slot_graph(200, seed=3)
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    x = rand((N, F), F32, 7).to(dtype)
+    w = rand((src.numel(), F), F32, 8).to(dtype)
+    lhs, rhs = {"copy_rhs": (None, w), "copy_lhs": (x, None), "add": (x, w)}[op]
+    out_ids, l_ids, r_ids = K.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg=True)
+    out, slots, none = K.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg="slots")
+    assert none is None and slots.dtype == torch.uint8 and torch.equal(out, out_ids)
+    msg = {"copy_rhs": w.double()[eid], "copy_lhs": x.double()[indices],
+           "add": (x.float()[indices] + w.float()[eid]).double()}[op]   # (E, F) in slot order, sums in fp32
+    rows = torch.repeat_interleave(torch.arange(N), indptr[1:] - indptr[:-1])
+    ext = torch.full((N, F), -torch.inf if reduce == "max" else torch.inf, dtype=torch.float64)
+    ext = ext.scatter_reduce(0, rows[:, None].expand(-1, F), msg, "amax" if reduce == "max" else "amin")
+    has = (indptr[1:] > indptr[:-1])[:, None].expand(-1, F)
+    assert torch.equal(out.double()[has], ext.to(dtype).double()[has])
+    assert (out[~has] == 0).all() and (slots[~has] == 255).all()
+    at = (indptr[:-1, None] + slots.long()).clamp(max=indices.numel() - 1)
+    named = msg.gather(0, at)
+    assert torch.equal(named.to(dtype)[has], out[has])                      # the named edge holds the extreme
+    ids = r_ids if op != "copy_lhs" else l_ids
+    by_id = eid[at] if op != "copy_lhs" else indices[at]
+    assert torch.equal(by_id[has], ids.long()[has])                         # and it is the id path's winner
+
+
 def gather_expected(src, dst, N, slot_pos, grad, winners):
     """float64 plain loop of the gather's definition: edge e adds grad[v] where v's winner is its slot."""
     out = torch.zeros(N, grad.shape[1], dtype=F64)

@@ -250,8 +250,9 @@ def _rhs_winner_impl(arg_r, eid, use_eid, kb, slot):
     return lambda arg_r, eid, use_eid, kb, slot: edge_of(eid, use_eid, kb) if slot >= 0 else -1
 
 
-def _make_arg_pass(W):
-    """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch).
+def _make_arg_pass(W, inline=False):
+    """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch); ``inline``: compiled
+    into its caller (see :func:`_passes`).
 
     Per column it keeps the running extreme and the winning edge's slot offset ``k - k0`` (int32, so
     the two fit in registers together), then maps the slot to the source node and the edge id. It reads one
@@ -260,7 +261,7 @@ def _make_arg_pass(W):
     """
     size = max(W, 1)
 
-    @njit
+    @njit(inline="always" if inline else "never")
     def arg_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
                  scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
         n = W if W > 0 else w
@@ -326,10 +327,19 @@ def _block_width_impl(out):
 @functools.cache
 def _passes(track):
     """``(wide, block, tail)`` for max/min keeping the winners (``track``) or for the value reductions: the
-    full-width pass for ``out``'s dtype (:func:`_block_width` columns), the 64-column pass and the
-    runtime-width one, all with one argument list."""
+    full-width pass for ``out``'s dtype (:func:`_block_width` columns), the 64-column pass of 16-bit output
+    and the runtime-width one, all with one argument list.
+
+    The 64-column max/min pass of 16-bit output is compiled into its caller. As a call (one per row) its
+    argument list, about 100 stack stores (Numba passes each array as seven words), took 59 % of the kernel's
+    profile samples in float16 ``copy_e`` max recording slot winners (`perf`, 2M edges x 64; bf16 and
+    float16 with edge-id winners ran the same call at under 10 %; why only that one, not found): its forward took
+    20 ms against bf16's 6-8; inlined, 6.4 ms. Inlining every max/min pass made the cold compile of
+    ``tests/ops/test_cpu_kernels.py`` 1284 -> 1524 s for no other gain above the noise, so only this one is.
+    """
     make = _make_arg_pass if track else _make_value_pass
     block, block_16, tail = make(BLOCK), make(BLOCK_16), make(0)
+    half_block = _make_arg_pass(BLOCK, inline=True) if track else block
 
     def wide(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, scalar_rhs,
              rhs_col, pf_dist, scratch, scratch_slot):
@@ -344,7 +354,7 @@ def _passes(track):
                 fn(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
                    scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot))
 
-    return wide, block, tail
+    return wide, half_block, tail
 
 
 @njit
