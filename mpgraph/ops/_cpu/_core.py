@@ -36,11 +36,86 @@ import numpy as np
 import torch
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
+from numba.core import caching, cgutils
 from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 
 from . import SettingError, _buffers
+
+
+# ----------------------------------------------------------------------------
+# on-disk cache safe for processes compiling at the same time
+
+
+class _KeyNamedCacheFile(caching.IndexDataCacheFile):
+    """Numba's index + data cache files, with each data file named by a hash of its key.
+
+    Numba's own scheme numbers a function's data files in the order its overloads are saved:
+    a save reads the index, takes the first free number, writes the index, then the data. Two
+    processes saving different overloads of one function at the same moment (pytest-xdist
+    workers, ``torchrun`` ranks, data-loader workers sharing one ``__pycache__``) can both take
+    number 1; the index then names one overload and the file holds the other. Every kernel
+    factory here makes many overloads of one function (one per operator, layout and dtypes,
+    told apart by their closure variables), so a later process could load the code of another
+    operator: a ``TypeError`` ("can't unbox array") when the argument types differ, and a wrong
+    result (``max`` for ``min``) when they agree.
+
+    Here a data file's name is a hash of its key, so a file only ever holds the code of that key;
+    the data is written before the index names it, and :meth:`load` ignores an index entry whose
+    file name is not its key's (entries written by Numba's numbering). Concurrent saves can still
+    drop each other's index entries: that costs a recompile, never a wrong load.
+    """
+
+    def __init__(self, cache_path, filename_base, source_stamp):
+        super().__init__(cache_path, filename_base, source_stamp)
+        self._filename_base = filename_base
+
+    def _name_for(self, key):
+        # the key holds Numba types, strings and hex digests; their repr is stable across processes
+        return f"{self._filename_base}.{hashlib.sha256(repr(key).encode()).hexdigest()[:24]}.nbc"
+
+    def save(self, key, data):
+        name = self._name_for(key)
+        self._save_data(name, data)  # (atomic: a temporary file renamed into place)
+        overloads = self._load_index()
+        if overloads.get(key) != name:
+            overloads[key] = name
+            self._save_index(overloads)
+
+    def load(self, key):
+        name = self._load_index().get(key)
+        if name is None or name != self._name_for(key):
+            return None
+        try:
+            return self._load_data(name)
+        except OSError:  # removed since the index was read
+            return None
+
+
+class _KeyNamedFunctionCache(caching.FunctionCache):
+    """Numba's per-function cache, storing through :class:`_KeyNamedCacheFile`."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _KeyNamedCacheFile(self._cache_path, self._impl.filename_base,
+                                              self._impl.locator.get_source_stamp())
+
+
+def cached_njit(**options):
+    """``numba.njit(cache=True, **options)`` with an on-disk cache that processes can fill concurrently.
+
+    Every cached kernel of the package is compiled through this (see :class:`_KeyNamedCacheFile`
+    for what Numba's own ``cache=True`` gets wrong across processes).
+    """
+    if "cache" in options:
+        raise TypeError(f"cached_njit always caches; got cache={options['cache']!r}")
+
+    def decorate(py_func):
+        dispatcher = njit(**options)(py_func)
+        dispatcher._cache = _KeyNamedFunctionCache(dispatcher.py_func)
+        return dispatcher
+
+    return decorate
 
 # ----------------------------------------------------------------------------
 # intrinsics: raw element access, bit casts, half conversion, prefetch
@@ -554,7 +629,7 @@ def num_threads(work=None):
 SERIAL_WORK = 1 << 15
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def balanced_bounds(indptr, nchunks, row_cost):
     """Row boundaries ``(nchunks + 1,)`` splitting rows into chunks of about equal work.
 

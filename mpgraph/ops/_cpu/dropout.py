@@ -24,8 +24,8 @@ import functools
 import numpy as np
 from numba import njit
 
-from ._core import SOURCE_HASH, atomic_fetch_add, borrow, empty_out, kernel_view, load, num_threads, run_parallel, \
-    select, store, to_acc
+from ._core import (SOURCE_HASH, atomic_fetch_add, borrow, cached_njit, empty_out, kernel_view, load, num_threads,
+                    run_parallel, select, store, to_acc)
 from ._layout import check_float
 
 #: SplitMix64's increment (2^64 / golden ratio, odd) and its two finaliser multipliers
@@ -58,7 +58,7 @@ def dropout_kernel():
     """The compiled kernel; dtypes specialise on first call."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, n, seed, thr, scale, x, out):
         _ = source_hash
         x, out = borrow(x), borrow(out)

@@ -40,9 +40,9 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._core import (SOURCE_HASH, acc_exp, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, element_ptr,
-                    empty_out, index_view, kernel_view, load, num_threads, prefetch, raw_get, run_parallel, stack_acc,
-                    store, to_acc)
+from ._core import (SOURCE_HASH, acc_exp, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds,
+                    element_ptr, empty_out, index_view, kernel_view, load, num_threads, prefetch, raw_get, run_parallel,
+                    stack_acc, store, to_acc)
 from ._layout import check_float, check_index, check_out_dtype, needs_fp64_pass
 
 
@@ -687,7 +687,7 @@ def edge_softmax_kernels():
     """``(forward, backward)`` compiled kernels; dtypes specialise on first call."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def forward(counter, bounds, indptr, eid, x, out, H, L):
         _ = source_hash
         nchunks = bounds.size - 1
@@ -700,7 +700,7 @@ def edge_softmax_kernels():
                 _forward_scattered(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, eid, x, out, H)
             c = atomic_fetch_add(counter, 0, 1)
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def backward(counter, bounds, indptr, eid, s, g, out, H, L):
         _ = source_hash
         nchunks = bounds.size - 1

@@ -35,9 +35,9 @@ from numba import njit, types
 from numba.extending import overload
 
 from ...precision import accum_dtype
-from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of,
-                    empty_out, index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get, raw_set,
-                    run_parallel, select, stack_acc, store, store_copied, to_acc)
+from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds,
+                    edge_of, empty_out, index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get,
+                    raw_set, run_parallel, select, stack_acc, store, store_copied, to_acc)
 from ._layout import check_float, check_index, check_out_dtype
 
 __all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH", "EDGE_OPS"]
@@ -52,7 +52,7 @@ PREFETCH_ROWS = 8
 def _kernel():
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, out, winner, coef, pos, R, F, cols, identity, width, pf_rows):
         _ = source_hash
         out, winner, coef, pos = borrow(out), borrow(winner), borrow(coef), borrow(pos)
@@ -90,7 +90,7 @@ def _row_kernel(pick):
     ``out[w, c] += vals[r, f]`` (race-free only when rows never share a winner)."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, out, winner, vals, pos, R, F, cols, identity):
         _ = source_hash
         out, winner, vals, pos = borrow(out), borrow(winner), borrow(vals), borrow(pos)
@@ -437,7 +437,7 @@ def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=Fals
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
     rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW, VDIV) if SEG or EG else _GATHER_ROWS[W, factor]
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H, x, gw):
         _ = source_hash
         indptr, indices, slot_of, eid = borrow(indptr), borrow(indices), borrow(slot_of), borrow(eid)
@@ -605,7 +605,7 @@ def _edge_kernel(factor, negate=False, PICK=False):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
     # reassoc: the block broadcast's sum over B columns vectorises (the other paths have no reduction)
-    @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+    @cached_njit(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
     def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf, H, pk):
         _ = source_hash
         indptr, eid, G, win, ge = borrow(indptr), borrow(eid), borrow(G), borrow(win), borrow(ge)

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out, index_view,
-                    kernel_view, load, num_threads, prefetch, raw_get, run_parallel, store, store_copied)
+from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, cached_njit, chunk_bounds, edge_of, empty_out,
+                    index_view, kernel_view, load, num_threads, prefetch, raw_get, run_parallel, store, store_copied)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       leading_offsets, needs_fp64_pass)
 from ._ops import SDDMM_OPS, binop, divides_square, is_dot, uses_lhs, uses_rhs
@@ -109,7 +109,7 @@ def sddmm_kernel(op, post="none"):
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, divisor, out, lhs_target, rhs_target,
                layout, F, Fl, Fr, B, D, lhs_off, rhs_off, pf_dist, pf_lhs, pf_rhs, pf_step_l, pf_step_r):
         _ = source_hash

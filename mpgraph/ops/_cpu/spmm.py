@@ -31,9 +31,9 @@ import torch
 from numba import njit, types
 from numba.extending import overload
 
-from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out,
-                    index_view, kernel_view, line_elems, load, load_pair, num_threads, pair_loads, prefetch, raw_get,
-                    raw_set, run_parallel, select, stack_acc, stack_i32, store, to_acc)
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds, edge_of,
+                    empty_out, index_view, kernel_view, line_elems, load, load_pair, num_threads, pair_loads, prefetch,
+                    raw_get, raw_set, run_parallel, select, stack_acc, stack_i32, store, to_acc)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       needs_fp64_pass)
 from ._ops import (REDUCES, SPMM_OPS, better, binop, is_arg_literal, is_arg_reduce, is_mean, literal_value,
@@ -637,7 +637,7 @@ def spmm_kernel(op, reduce, layout, need_arg=True, heads=0):
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r,
                F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
         _ = source_hash

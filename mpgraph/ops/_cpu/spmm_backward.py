@@ -47,9 +47,9 @@ import torch
 from numba import njit
 
 from ...precision import accum_dtype
-from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, chunk_bounds, edge_of, empty_out,
-                    index_view, kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc,
-                    store, to_acc)
+from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds, edge_of,
+                    empty_out, index_view, kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel,
+                    stack_acc, store, to_acc)
 from ._layout import check_float, check_index
 
 __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
@@ -429,7 +429,7 @@ def _kernel(W, SEG=0, CB=0, DIV=False):
         block_rows = _make_heads_rows(W, SEG, DIV)
     wide = CB > 0
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, eid, G, x, w, gx, gw, scale, H, D, pf_dist, pf_lines, pf_step):
         _ = source_hash
         indptr, indices, eid = borrow(indptr), borrow(indices), borrow(eid)
@@ -455,7 +455,7 @@ COPY_CHUNK = 1 << 16
 def _copy_kernel():
     source_hash = SOURCE_HASH
 
-    @njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def kernel(counter, out, src, perm, E, H, gather):
         """``out[k] = src[perm[k]]`` (gather) or ``out[perm[k]] = src[k]`` (scatter), rows of ``H`` raw
         elements; independent loads, so many are in flight at once."""
