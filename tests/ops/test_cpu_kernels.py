@@ -23,6 +23,12 @@ from mpgraph.ops import _cpu as K  # noqa: E402
 F64, F32, F16, BF16 = torch.float64, torch.float32, torch.float16, torch.bfloat16
 DTYPES = [F64, F32, F16, BF16]
 DTYPE_IDS = ["f64", "f32", "f16", "bf16"]
+#: the product backward's op with a slot dtype (max_in 200: uint8 slots, 300: int16). The slot dtype only
+#: changes the slot loads, and each (op, slot dtype) case compiles its forward and two or three backward
+#: kernels (seconds each, most of CI's time), so each op takes one slot dtype instead of both: every
+#: dtype, width and column layout still meets both slot dtypes and both ops
+OP_SLOTS = [("mul", 200), ("div", 300)]
+OP_SLOT_IDS = ["mul-u8", "div-i16"]
 BINARY = ("add", "sub", "mul", "div")
 
 # (lhs feature shape, rhs feature shape) per kernel layout: SAME, RHS_BLOCK (GAT heads, per-edge
@@ -933,9 +939,8 @@ def test_gather_winners_matches_plain_loop(dtype, F, max_in):
 
 
 @pytest.mark.parametrize("dtype", [F64, F32, BF16], ids=["f64", "f32", "bf16"])
-@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("op, max_in", OP_SLOTS, ids=OP_SLOT_IDS)
 @pytest.mark.parametrize("F", [64, 5])
-@pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
 def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in):
     """u_mul_e/u_div_e max from slot winners: the node gradient sums grad * (or /) the winning edge's
     operand over each source's out-edges; the edge gradient is grad * x[u] (mul) or -grad * x[u] / w^2
@@ -1045,9 +1050,8 @@ def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, 
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("op, max_in", OP_SLOTS, ids=OP_SLOT_IDS)
 @pytest.mark.parametrize("F", [64, 128, 6, 1])
-@pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
 @pytest.mark.parametrize("cols", ["one", "heads", "row"])
 def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, max_in, cols):
     """``gather_winners(..., lhs=x)`` with one weight per edge (``cols='one'``), GAT's heads (a block
@@ -1062,10 +1066,9 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("op, max_in", OP_SLOTS, ids=OP_SLOT_IDS)
 @pytest.mark.parametrize("F, H", [(64, 2), (64, 4), (64, 16), (64, 32), (128, 32)],
                          ids=["64x2", "64x4", "64x16", "64x32", "128x32"])
-@pytest.mark.parametrize("max_in", [200, 300], ids=["u8", "i16"])
 def test_gather_winners_folded_heads_match_plain_loops(dtype, op, F, H, max_in):
     """GAT's heads, each compiled-in head width on 64 columns: 2, 4 and 16 heads (32, 16 and 4 columns; with
     8 heads of 8, above) take the row loop that folds all heads' terms in halves together; 32 heads of 2 on 64

@@ -1,0 +1,77 @@
+"""A pytest plugin that times Numba's kernel compiles per test, to see where the test suite's time goes.
+
+Almost all of a cold test run (a clean clone has no compiled kernels on disk) is Numba compiling. Load it
+with ``-p``; every process (each pytest-xdist worker too) appends one JSON line per test that compiled
+something to ``MPGRAPH_COMPILE_LOG`` (default ``compile_times.jsonl`` in the working directory)::
+
+    PYTHONPATH=benchmarks python -m pytest -n 2 --dist worksteal -p compile_times tests/ops/test_spmm.py
+    python benchmarks/compile_times.py compile_times.jsonl      # seconds per test function, largest first
+
+Each line: ``{"test": nodeid, "worker": ..., "compile_s": ..., "compiles": ...}``; ``compile_s`` counts
+only outermost compiles (a kernel's callees compile inside it), so the figures add up to wall time spent
+compiling.
+"""
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+
+_state = {"test": None, "depth": 0, "t0": 0.0, "seconds": 0.0, "count": 0}
+
+
+def _install():
+    import numba.core.event as event
+
+    class _Timer(event.Listener):
+        def on_start(self, ev):
+            if _state["depth"] == 0:
+                _state["t0"] = time.perf_counter()
+            _state["depth"] += 1
+
+        def on_end(self, ev):
+            _state["depth"] -= 1
+            if _state["depth"] == 0:
+                _state["seconds"] += time.perf_counter() - _state["t0"]
+                _state["count"] += 1
+
+    event.register("numba:compile", _Timer())
+
+
+def pytest_configure(config):
+    _install()
+
+
+def pytest_runtest_setup(item):
+    _state.update(test=item.nodeid, seconds=0.0, count=0)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if _state["count"]:
+        line = {"test": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                "compile_s": round(_state["seconds"], 3), "compiles": _state["count"]}
+        with open(os.environ.get("MPGRAPH_COMPILE_LOG", "compile_times.jsonl"), "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+def summarize(path, top=40):
+    """Compile seconds and compiles per test function (parameters folded), largest first."""
+    seconds, count, cases = defaultdict(float), defaultdict(int), defaultdict(int)
+    with open(path) as f:
+        for raw in f:
+            rec = json.loads(raw)
+            name = rec["test"].split("[")[0]
+            seconds[name] += rec["compile_s"]
+            count[name] += rec["compiles"]
+            cases[name] += 1
+    total = sum(seconds.values())
+    print(f"{total:.0f} s compiling in {sum(count.values())} compiles over {sum(cases.values())} tests")
+    for name in sorted(seconds, key=seconds.get, reverse=True)[:top]:
+        print(f"{seconds[name]:8.1f} s {count[name]:5d} compiles {cases[name]:4d} cases  {name}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python benchmarks/compile_times.py COMPILE_LOG.jsonl")
+    summarize(sys.argv[1])
