@@ -1,15 +1,17 @@
 """A pytest plugin that times Numba's kernel compiles per test, to see where the test suite's time goes.
 
 Almost all of a cold test run (a clean clone has no compiled kernels on disk) is Numba compiling. Load it
-with ``-p``; every process (each pytest-xdist worker too) appends one JSON line per test that compiled
-something to ``MPGRAPH_COMPILE_LOG`` (default ``compile_times.jsonl`` in the working directory)::
+with ``-p`` from the repository root; every process (each pytest-xdist worker too) appends one JSON line per
+test that compiled something to ``MPGRAPH_COMPILE_LOG`` (default ``compile_times.jsonl`` in the working
+directory)::
 
-    PYTHONPATH=benchmarks python -m pytest -n 2 --dist worksteal -p compile_times tests/ops/test_spmm.py
+    python -m pytest -n 2 --dist worksteal -p benchmarks.compile_times tests/ops/test_spmm.py
     python benchmarks/compile_times.py compile_times.jsonl      # seconds per test function, largest first
 
 Each line: ``{"test": nodeid, "worker": ..., "compile_s": ..., "compiles": ...}``; ``compile_s`` counts
 only outermost compiles (a kernel's callees compile inside it), so the figures add up to wall time spent
-compiling.
+compiling. Do not put ``benchmarks`` itself on ``PYTHONPATH``: its ``ops.py`` then hides the tests' ``ops``
+package (``tests/ops``), and the Triton test files fail to import.
 """
 
 import json
