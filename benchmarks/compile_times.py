@@ -20,7 +20,7 @@ import sys
 import time
 from collections import defaultdict
 
-_state = {"test": None, "depth": 0, "t0": 0.0, "seconds": 0.0, "count": 0}
+_state = {"depth": 0, "t0": 0.0, "seconds": 0.0, "count": 0}
 
 
 def _install():
@@ -46,7 +46,7 @@ def pytest_configure(config):
 
 
 def pytest_runtest_setup(item):
-    _state.update(test=item.nodeid, seconds=0.0, count=0)
+    _state.update(seconds=0.0, count=0)
 
 
 def pytest_runtest_teardown(item, nextitem):
