@@ -1,5 +1,6 @@
-"""Message passing through the Graph: every builtin x reducer x broadcast shape x idtype x dtype,
-against a float64 reference written here and against the UDF path; graph cases; partial updates."""
+"""Message passing through the Graph: every builtin x reducer x broadcast shape, each binary op in two dtypes
+(one full, one half precision; ``MP_OPS``), copies and dot in all four, both idtypes, against a float64
+reference written here and against the UDF path; graph cases; partial updates."""
 
 import itertools
 
@@ -107,9 +108,22 @@ def _idtype_for(*keys):
     return (torch.int32, torch.int64)[sum(map(len, keys)) % 2]
 
 
+#: the binary ops each float dtype takes through ``update_all``: each op meets a full and a half precision
+#: (add and mul: float64 and float16; sub and div: float32 and bfloat16), dot (an fp32-accumulated reduction
+#: of 16-bit operands) every dtype; copies every dtype. The dtype changes a kernel's loads, stores and
+#: accumulator, the op only its arithmetic, and each (op, reducer, layout, dtype) is a kernel to compile (about
+#: 4-6 s, most of a cold test run): crossing every op with every dtype compiled 225 kernels in this test alone
+#: (a cold run of it: 1261 s compiling). ``tests/ops/test_spmm.py`` and ``test_sddmm.py`` cross them all.
+MP_OPS = {torch.float64: ("add", "mul", "dot"), torch.float16: ("add", "mul", "dot"),
+          torch.float32: ("sub", "div", "dot"), torch.bfloat16: ("sub", "div", "dot")}
+MSG_DTYPES = [(msg, dtype) for dtype in MP_OPS for msg in MESSAGES
+              if msg.startswith("copy") or msg.split("_")[1] in MP_OPS[dtype]]
+_DTYPE_IDS = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
 @pytest.mark.parametrize("shape_key", sorted(SHAPES))
 @pytest.mark.parametrize("reducer", REDUCERS)
-@pytest.mark.parametrize("msg", MESSAGES)
+@pytest.mark.parametrize("msg, float_dtype", MSG_DTYPES, ids=[f"{_DTYPE_IDS[d]}-{m}" for m, d in MSG_DTYPES])
 def test_update_all_builtin_vs_reference_and_udf(msg, reducer, shape_key, float_dtype):
     idtype = _idtype_for(msg, reducer, shape_key, str(float_dtype))
     g = _test_graph(idtype)
