@@ -1057,10 +1057,16 @@ def test_slot_winner_passes_with_a_block_broadcast_match_plain_loops(dtype, op, 
         gather_winners(indptr_r, dst_r, slot_of, grad, winners, op="mul", eid=eid_r, other=torch.ones(E, F + 1))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("op, max_in", OP_SLOTS, ids=OP_SLOT_IDS)
-@pytest.mark.parametrize("F", [64, 128, 6, 1])
-@pytest.mark.parametrize("cols", ["one", "heads", "row"])
+#: (dtype, op, max_in, F, cols) of the gather with the edge gradient: each dtype, width and column layout with
+#: one of ``OP_SLOTS``, alternating, so each dtype meets both ops (and slot widths) over the widths and layouts,
+#: and each width and layout meets both over the dtypes; every case compiles a forward and two or three backward
+#: kernels (about 7 s each on a slow machine), and crossing all of them took the largest share of a cold run
+EDGE_GRADIENT_CASES = [(dtype, *OP_SLOTS[(i + j + k) % 2], F, cols) for i, dtype in enumerate(DTYPES)
+                       for j, F in enumerate([64, 128, 6, 1]) for k, cols in enumerate(["one", "heads", "row"])]
+
+
+@pytest.mark.parametrize("dtype, op, max_in, F, cols", EDGE_GRADIENT_CASES,
+                         ids=[f"{DTYPE_IDS[DTYPES.index(d)]}-{o}-{F}-{c}" for d, o, _, F, c in EDGE_GRADIENT_CASES])
 def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, max_in, cols):
     """``gather_winners(..., lhs=x)`` with one weight per edge (``cols='one'``), GAT's heads (a block
     broadcast: 8 or 4 heads, compiled-in head widths; 3 heads of 2 with a runtime width) or a whole row: the
@@ -1073,10 +1079,13 @@ def test_gather_winners_with_the_edge_gradient_in_the_same_pass(dtype, op, F, ma
     _check_gather_with_edge_gradient(dtype, op, F, max_in, C, cols == "heads")
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("op, max_in", OP_SLOTS, ids=OP_SLOT_IDS)
-@pytest.mark.parametrize("F, H", [(64, 2), (64, 4), (64, 16), (64, 32), (128, 32)],
-                         ids=["64x2", "64x4", "64x16", "64x32", "128x32"])
+#: (dtype, op, max_in, F, H): each dtype and head layout with one of ``OP_SLOTS``, alternating (as above)
+FOLDED_CASES = [(dtype, *OP_SLOTS[(i + j) % 2], F, H) for i, dtype in enumerate(DTYPES)
+                for j, (F, H) in enumerate([(64, 2), (64, 4), (64, 16), (64, 32), (128, 32)])]
+
+
+@pytest.mark.parametrize("dtype, op, max_in, F, H", FOLDED_CASES,
+                         ids=[f"{DTYPE_IDS[DTYPES.index(d)]}-{o}-{F}x{H}" for d, o, _, F, H in FOLDED_CASES])
 def test_gather_winners_folded_heads_match_plain_loops(dtype, op, F, H, max_in):
     """GAT's heads, each compiled-in head width on 64 columns: 2, 4 and 16 heads (32, 16 and 4 columns; with
     8 heads of 8, above) take the row loop that folds all heads' terms in halves together; 32 heads of 2 on 64
