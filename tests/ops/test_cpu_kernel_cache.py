@@ -156,3 +156,78 @@ def test_a_kernel_compiled_by_one_process_is_loaded_by_the_next(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", _KERNEL_RUN], env=env, capture_output=True, text=True,
                            timeout=600) for _ in range(2)]
     assert [r.stdout.strip() for r in runs] == ["cache hits 0", "cache hits 1"], runs[-1].stderr[-2000:]
+
+
+def _index_key(kernel):
+    from numba.core.registry import cpu_target
+    return kernel._cache._index_key(("sig",), cpu_target.target_context.codegen())
+
+
+def test_kernels_differing_only_inside_the_row_loop_they_call_have_different_keys():
+    # the gather kernel's closure holds its row loop; XROW, VDIV (and the sum backward's DIV) live only in the
+    # row loop's own closure, so the key must describe the compiled functions a kernel calls, recursively
+    from mpgraph.ops._cpu import scatter, spmm_backward
+    keys = [_index_key(scatter._gather_kernel(64, 1, 8, True, True, xrow, vdiv))
+            for xrow in (False, True) for vdiv in (False, True)]
+    keys += [_index_key(spmm_backward._kernel(64, 8, 0, div)) for div in (False, True)]
+    keys += [_index_key(spmm_backward._kernel(0, 0, 0, div)) for div in (False, True)]
+    assert len(set(keys)) == len(keys)
+    assert _index_key(scatter._gather_kernel(64, 1, 8, True, True)) == keys[0]
+
+
+def test_a_compiled_function_in_a_closure_is_described_the_same_in_every_process():
+    # a set (fastmath flags) iterates in an order that follows the process's hash seed; a dispatcher pickles
+    # with a number of its process: neither may reach the key
+    script = textwrap.dedent("""
+        import hashlib
+        from numba import njit
+        from numba.core import serialize
+        from mpgraph.ops._cpu._core import _stable_closure_value
+        inner = njit(fastmath={"reassoc", "contract", "nsz", "arcp"})(lambda a: a + 1)
+        print(hashlib.sha256(serialize.dumps(_stable_closure_value((inner, 3)))).hexdigest())
+    """)
+    digests = {subprocess.run([sys.executable, "-c", script], env=dict(os.environ, PYTHONHASHSEED=seed),
+                              capture_output=True, text=True, timeout=300, check=True).stdout
+               for seed in ("1", "2", "3")}
+    assert len(digests) == 1, digests
+
+
+_ROW_LOOP_KERNELS_RUN = textwrap.dedent("""
+    import numba.core.event as event
+    import torch
+    import mpgraph
+    import mpgraph.function as fn
+
+    compiled = []
+
+    class Record(event.Listener):
+        def on_start(self, ev):
+            f = ev.data["dispatcher"].py_func
+            if f.__module__.startswith("mpgraph."):
+                compiled.append(f.__qualname__)
+
+        def on_end(self, ev):
+            return None
+
+    event.register("numba:compile", Record())
+    g = mpgraph.graph((torch.tensor([0, 1, 2, 2, 3]), torch.tensor([1, 2, 0, 1, 1])), num_nodes=4)
+    x = torch.linspace(-1, 1, 128).reshape(4, 4, 8).requires_grad_()
+    w = torch.linspace(1, 2, 20).reshape(5, 4, 1).requires_grad_()
+    g.srcdata["h"], g.edata["w"] = x, w
+    g.update_all(fn.u_mul_e("h", "w", "m"), fn.sum("m", "s"))    # backward: spmm_backward's fused kernel
+    g.update_all(fn.copy_u("h", "m"), fn.max("m", "mx"))         # backward: scatter's winner gather
+    (g.dstdata["s"].sum() + g.dstdata["mx"].sum()).backward()
+    print(round(float(x.grad.sum()), 4), round(float(w.grad.sum()), 4), sorted(set(compiled)))
+""")
+
+
+@pytest.mark.slow
+def test_kernels_calling_a_row_loop_are_loaded_by_the_next_process(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    runs = [subprocess.run([sys.executable, "-c", _ROW_LOOP_KERNELS_RUN], env=dict(env, PYTHONHASHSEED=seed),
+                           capture_output=True, text=True, timeout=600) for seed in ("1", "2")]
+    first, second = (r.stdout.strip() for r in runs)
+    # (qualnames: scatter's "_gather_kernel.<locals>.kernel", spmm_backward's "_kernel.<locals>.kernel")
+    assert "'_gather_kernel.<locals>.kernel'" in first and "'_kernel.<locals>.kernel'" in first, runs[0].stderr[-2000:]
+    # the second process loads every kernel the first compiled, and gets the same gradients
+    assert second == first.split(" [")[0] + " []", runs[1].stderr[-2000:]

@@ -31,12 +31,14 @@ import mmap
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from types import CodeType
 
 import numpy as np
 import torch
 from llvmlite import ir
 from numba import njit, types
-from numba.core import caching, cgutils
+from numba.core import caching, cgutils, serialize
+from numba.core.dispatcher import Dispatcher
 from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 
@@ -92,13 +94,52 @@ class _KeyNamedCacheFile(caching.IndexDataCacheFile):
             return None
 
 
+def _stable_closure_value(value):
+    """A description of one closure value that pickles to the same bytes in every process.
+
+    Numba's cache key hashes the pickled closure. A compiled function in a closure (a row loop called by a
+    kernel) pickles with a number unique to its process, so every new process missed the cache of such a
+    kernel and compiled it again. A compiled function is described instead by what its machine code depends
+    on: its code (module, name, bytecode, constants, defaults), its compile options and, recursively, its own
+    closure. Other values are kept as they are (numbers, strings, booleans: stable when pickled).
+    """
+    if isinstance(value, Dispatcher):
+        return ("compiled function",) + _stable_function(value.py_func) + (
+            _stable_closure_value(value.targetoptions),)
+    if isinstance(value, CodeType):
+        return ("code", value.co_name, hashlib.sha256(value.co_code).hexdigest(),
+                _stable_closure_value(value.co_consts))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(_stable_closure_value(v) for v in value)
+    if isinstance(value, (set, frozenset)):   # (a set's order follows the process's string hash seed)
+        return ("set",) + tuple(sorted(map(repr, value)))
+    if isinstance(value, dict):
+        return ("dict",) + tuple(sorted((repr(k), _stable_closure_value(v)) for k, v in value.items()))
+    return value
+
+
+def _stable_function(func):
+    code = func.__code__
+    return (func.__module__, func.__qualname__, hashlib.sha256(code.co_code).hexdigest(),
+            _stable_closure_value(code.co_consts), _stable_closure_value(func.__defaults__),
+            tuple(_stable_closure_value(c.cell_contents) for c in func.__closure__ or ()))
+
+
 class _KeyNamedFunctionCache(caching.FunctionCache):
-    """Numba's per-function cache, storing through :class:`_KeyNamedCacheFile`."""
+    """Numba's per-function cache, storing through :class:`_KeyNamedCacheFile`, with a key that is the same in
+    every process (:func:`_stable_closure_value`)."""
 
     def __init__(self, py_func):
         super().__init__(py_func)
         self._cache_file = _KeyNamedCacheFile(self._cache_path, self._impl.filename_base,
                                               self._impl.locator.get_source_stamp())
+
+    def _index_key(self, sig, codegen):
+        # Numba's key (signature, target, bytecode hash, closure hash) with the closure made stable first
+        func = self._py_func
+        closure = tuple(_stable_closure_value(c.cell_contents) for c in func.__closure__ or ())
+        digest = hashlib.sha256(serialize.dumps(closure) if closure else b"").hexdigest()
+        return sig, codegen.magic_tuple(), (hashlib.sha256(func.__code__.co_code).hexdigest(), digest)
 
 
 def cached_njit(**options):
