@@ -231,3 +231,19 @@ def test_kernels_calling_a_row_loop_are_loaded_by_the_next_process(tmp_path):
     assert "'_gather_kernel.<locals>.kernel'" in first and "'_kernel.<locals>.kernel'" in first, runs[0].stderr[-2000:]
     # the second process loads every kernel the first compiled, and gets the same gradients
     assert second == first.split(" [")[0] + " []", runs[1].stderr[-2000:]
+
+
+def test_a_recursive_compiled_function_in_a_closure_is_described_by_name_where_it_recurs():
+    from numba import njit
+
+    def make(c):
+        @njit
+        def count(n):
+            return c if n == 0 else count(n - 1)  # its own closure holds it
+
+        return count
+
+    a, b = _core._stable_closure_value(make(1)), _core._stable_closure_value(make(2))
+    assert a != b and a == _core._stable_closure_value(make(1))   # told apart by c, alike when alike
+    closure = a[-2]                                               # (count's own closure: c, then count)
+    assert closure[0] == 1 and closure[1][0] == "compiled function, recursive" and closure[1][2].endswith("count")

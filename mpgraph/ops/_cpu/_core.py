@@ -94,35 +94,40 @@ class _KeyNamedCacheFile(caching.IndexDataCacheFile):
             return None
 
 
-def _stable_closure_value(value):
+def _stable_closure_value(value, _open=frozenset()):
     """A description of one closure value that pickles to the same bytes in every process.
 
     Numba's cache key hashes the pickled closure. A compiled function in a closure (a row loop called by a
     kernel) pickles with a number unique to its process, so every new process missed the cache of such a
     kernel and compiled it again. A compiled function is described instead by what its machine code depends
     on: its code (module, name, bytecode, constants, defaults), its compile options and, recursively, its own
-    closure. Other values are kept as they are (numbers, strings, booleans: stable when pickled).
+    closure (a function met again inside its own description, recursion, by its name). Other values are kept
+    as they are (numbers, strings, booleans: stable when pickled).
     """
     if isinstance(value, Dispatcher):
-        return ("compiled function",) + _stable_function(value.py_func) + (
-            _stable_closure_value(value.targetoptions),)
+        func = value.py_func
+        if id(func) in _open:
+            return ("compiled function, recursive", func.__module__, func.__qualname__)
+        inner = _open | {id(func)}
+        return ("compiled function",) + _stable_function(func, inner) + (
+            _stable_closure_value(value.targetoptions, inner),)
     if isinstance(value, CodeType):
         return ("code", value.co_name, hashlib.sha256(value.co_code).hexdigest(),
-                _stable_closure_value(value.co_consts))
+                _stable_closure_value(value.co_consts, _open))
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__,) + tuple(_stable_closure_value(v) for v in value)
+        return (type(value).__name__,) + tuple(_stable_closure_value(v, _open) for v in value)
     if isinstance(value, (set, frozenset)):   # (a set's order follows the process's string hash seed)
         return ("set",) + tuple(sorted(map(repr, value)))
     if isinstance(value, dict):
-        return ("dict",) + tuple(sorted((repr(k), _stable_closure_value(v)) for k, v in value.items()))
+        return ("dict",) + tuple(sorted((repr(k), _stable_closure_value(v, _open)) for k, v in value.items()))
     return value
 
 
-def _stable_function(func):
+def _stable_function(func, _open=frozenset()):
     code = func.__code__
     return (func.__module__, func.__qualname__, hashlib.sha256(code.co_code).hexdigest(),
-            _stable_closure_value(code.co_consts), _stable_closure_value(func.__defaults__),
-            tuple(_stable_closure_value(c.cell_contents) for c in func.__closure__ or ()))
+            _stable_closure_value(code.co_consts, _open), _stable_closure_value(func.__defaults__, _open),
+            tuple(_stable_closure_value(c.cell_contents, _open) for c in func.__closure__ or ()))
 
 
 class _KeyNamedFunctionCache(caching.FunctionCache):
