@@ -7,6 +7,7 @@ Code written for DGL runs after changing its imports::
 """
 
 from . import _openmp  # noqa: F401  (first: sets OpenMP's wait policy before torch loads; see its docstring)
+from . import _thp  # noqa: F401  (asks torch's allocator for huge pages before its first allocation; see there)
 from . import (backend, data, dataloading, distributed, function, init, nn, ops, partition, precision, sampling,
                transforms)
 from ._index import Index

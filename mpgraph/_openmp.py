@@ -19,22 +19,27 @@ spinning) is left alone. :func:`status` says which case holds; ``mpgraph info`` 
 import os
 import sys
 
-__all__ = ["ENV", "configure", "status"]
+__all__ = ["ENV", "configure", "set_default", "status"]
 
 ENV = "OMP_WAIT_POLICY"
 _STATE = {"case": None}
 
 
+def set_default(name, value, state):
+    """Set the environment variable ``name`` to ``value`` unless the user set it, once per process (``state``
+    keeps the outcome): ``'user'``, or ``'before-torch'``/``'after-torch'`` (whether torch had loaded)."""
+    if state["case"] is None:
+        if os.environ.get(name, "").strip():
+            state["case"] = "user"
+        else:
+            os.environ[name] = value
+            state["case"] = "after-torch" if "torch" in sys.modules else "before-torch"
+    return state["case"]
+
+
 def configure():
     """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it; remember whether torch had loaded already."""
-    if _STATE["case"] is not None:
-        return _STATE["case"]
-    if os.environ.get(ENV, "").strip():
-        _STATE["case"] = "user"
-    else:
-        os.environ[ENV] = "PASSIVE"
-        _STATE["case"] = "after-torch" if "torch" in sys.modules else "before-torch"
-    return _STATE["case"]
+    return set_default(ENV, "PASSIVE", _STATE)
 
 
 def status():

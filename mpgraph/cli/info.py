@@ -49,8 +49,9 @@ def collect():
         out["cuda_device"] = torch.cuda.get_device_name()
         out["cuda_capability"] = f"{cap[0]}.{cap[1]}"
         out["cuda_bf16"] = torch.cuda.is_bf16_supported()
-    from .. import _openmp
+    from .. import _openmp, _thp
     out["openmp_wait"] = _openmp.status()
+    out["huge_pages"] = _thp.status()
     out["backends"] = _dispatch.backend_status()
     out["op_backends"] = {}
     for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
