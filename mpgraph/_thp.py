@@ -1,7 +1,7 @@
 """Transparent huge pages for torch's large CPU tensors, asked for before torch's allocator first runs.
 
 A gSpMM forward gathers one source row per edge at random, so on 4 KiB pages nearly every row costs a TLB miss
-and a page walk. torch's CPU allocator can align allocations of 2 MiB or more to 2 MiB and advise them as
+and a page walk. torch's CPU allocator can page-align allocations of 2 MiB or more and advise them as
 transparent huge pages (``madvise(MADV_HUGEPAGE)``) when ``THP_MEM_ALLOC_ENABLE=1``; mpgraph's own kernel
 outputs are advised so already (``ops._cpu._core.advise_huge_pages``), but node features come from torch
 (``randn``, a ``Linear``). Measured in the thirty-third session on a 2-core AMD EPYC VM (AVX2, 8 MiB L3,

@@ -127,7 +127,12 @@ def _stable_function(func, _open=frozenset()):
     code = func.__code__
     return (func.__module__, func.__qualname__, hashlib.sha256(code.co_code).hexdigest(),
             _stable_closure_value(code.co_consts, _open), _stable_closure_value(func.__defaults__, _open),
-            tuple(_stable_closure_value(c.cell_contents, _open) for c in func.__closure__ or ()))
+            _stable_closure(func, _open))
+
+
+def _stable_closure(func, _open=frozenset()):
+    """:func:`_stable_closure_value` of each of ``func``'s closure cells, in order."""
+    return tuple(_stable_closure_value(c.cell_contents, _open) for c in func.__closure__ or ())
 
 
 class _KeyNamedFunctionCache(caching.FunctionCache):
@@ -142,7 +147,7 @@ class _KeyNamedFunctionCache(caching.FunctionCache):
     def _index_key(self, sig, codegen):
         # Numba's key (signature, target, bytecode hash, closure hash) with the closure made stable first
         func = self._py_func
-        closure = tuple(_stable_closure_value(c.cell_contents) for c in func.__closure__ or ())
+        closure = _stable_closure(func)
         digest = hashlib.sha256(serialize.dumps(closure) if closure else b"").hexdigest()
         return sig, codegen.magic_tuple(), (hashlib.sha256(func.__code__.co_code).hexdigest(), digest)
 
