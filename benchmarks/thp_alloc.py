@@ -13,8 +13,8 @@ AnonHugePages. Usage::
 import argparse
 import json
 import os
-import subprocess
-import sys
+
+from _child import run_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,10 +57,7 @@ def child(setting, args):
     if setting is not None:
         env["THP_MEM_ALLOC_ENABLE"] = setting
     code = _CHILD.format(here=HERE, graph=args.graph, dim=args.dim, dtypes=args.dtypes.split(","), reps=args.reps)
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"the timing process failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_json(code, env)
 
 
 def main():

@@ -17,9 +17,9 @@ Usage::
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
+
+from _child import run_json
 
 _WORKLOAD = r"""
 import json, time
@@ -62,10 +62,7 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "compiled": compiled}))
 
 def run(cache_dir, seed):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONHASHSEED=str(seed))
-    r = subprocess.run([sys.executable, "-c", _WORKLOAD], env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"the workload failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_json(_WORKLOAD, env, "the workload")
 
 
 def main():

@@ -19,7 +19,7 @@ spinning) is left alone. :func:`status` says which case holds; ``mpgraph info`` 
 import os
 import sys
 
-__all__ = ["ENV", "configure", "set_default", "status"]
+__all__ = ["ENV", "configure", "describe", "set_default", "status"]
 
 ENV = "OMP_WAIT_POLICY"
 _STATE = {"case": None}
@@ -37,6 +37,14 @@ def set_default(name, value, state):
     return state["case"]
 
 
+def describe(name, case, before, after):
+    """The status line of a default set by :func:`set_default`: the user's value, or ``before``/``after``
+    (what mpgraph's value does when it was set before/after torch loaded)."""
+    if case == "user":
+        return f"{name}={os.environ.get(name)} (set by the user; mpgraph left it alone)"
+    return before if case == "before-torch" else after
+
+
 def configure():
     """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it; remember whether torch had loaded already."""
     return set_default(ENV, "PASSIVE", _STATE)
@@ -44,13 +52,11 @@ def configure():
 
 def status():
     """One line on the wait policy of torch's and Numba's OpenMP pools in this process."""
-    case = configure()
-    if case == "user":
-        return f"{ENV}={os.environ.get(ENV)} (set by the user; mpgraph left it alone)"
-    if case == "before-torch":
-        return f"{ENV}=PASSIVE (set by mpgraph before torch loaded: torch's and Numba's threads sleep when idle)"
-    return (f"{ENV}=PASSIVE for Numba's threads only: torch was imported before mpgraph, so its idle OpenMP threads "
-            f"spin and slow the next CPU kernel (set {ENV}=PASSIVE in the environment, or import mpgraph first)")
+    return describe(
+        ENV, configure(),
+        f"{ENV}=PASSIVE (set by mpgraph before torch loaded: torch's and Numba's threads sleep when idle)",
+        f"{ENV}=PASSIVE for Numba's threads only: torch was imported before mpgraph, so its idle OpenMP threads "
+        f"spin and slow the next CPU kernel (set {ENV}=PASSIVE in the environment, or import mpgraph first)")
 
 
 configure()     # on import: ``mpgraph/__init__.py`` imports this module before anything that imports torch

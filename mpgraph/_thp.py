@@ -18,9 +18,8 @@ it applies unless a tensor was made before ``import mpgraph``. Where the system'
 case holds; ``mpgraph info`` prints it. (This module imports neither torch nor numba.)
 """
 
-import os
 
-from ._openmp import set_default
+from ._openmp import describe, set_default
 
 __all__ = ["ENV", "configure", "status"]
 
@@ -48,12 +47,11 @@ def status():
     mode = _system_mode()
     system = (f"; the system's transparent huge pages: {mode}" if mode else "; no transparent huge pages here") + (
         " (the advice does nothing)" if mode in (None, "never") else "")
-    if case == "user":
-        return f"{ENV}={os.environ.get(ENV)} (set by the user; mpgraph left it alone){system}"
-    if case == "before-torch":
-        return f"{ENV}=1 (set by mpgraph before torch loaded: large CPU tensors are advised as huge pages){system}"
-    return (f"{ENV}=1 (set by mpgraph after torch loaded: it applies unless a CPU tensor was made before "
-            f"import mpgraph; set {ENV}=1 in the environment to be sure){system}")
+    return describe(
+        ENV, case,
+        f"{ENV}=1 (set by mpgraph before torch loaded: large CPU tensors are advised as huge pages)",
+        f"{ENV}=1 (set by mpgraph after torch loaded: it applies unless a CPU tensor was made before "
+        f"import mpgraph; set {ENV}=1 in the environment to be sure)") + system
 
 
 configure()     # on import: ``mpgraph/__init__.py`` imports this module before anything that imports torch
