@@ -107,6 +107,14 @@ def test_info_reports_the_half_matmul_route(monkeypatch):
     assert collect()["cpu_half_matmul"] == {"bfloat16": "torch", "float16": "torch"}
 
 
+def test_bench_memory_note_only_for_resident_pages_with_huge_pages():
+    from mpgraph.cli.bench import _memory_note
+    cpu, cuda = {"fp32": {"mem_method": "VmHWM"}}, {"fp32": {"mem_method": "cuda.max_memory_allocated"}}
+    assert "THP_MEM_ALLOC_ENABLE=0" in _memory_note(cpu, {"THP_MEM_ALLOC_ENABLE": "1"})
+    assert _memory_note(cpu, {"THP_MEM_ALLOC_ENABLE": "0"}) is None
+    assert _memory_note(cuda, {"THP_MEM_ALLOC_ENABLE": "1"}) is None
+
+
 def test_bench_precision_small(tmp_path):
     out, png = tmp_path / "b.json", tmp_path / "b.png"
     cmd = [sys.executable, "-m", "mpgraph", "bench", "precision", "--model", "gcn", "--dataset", "csbm",
@@ -122,6 +130,10 @@ def test_bench_precision_small(tmp_path):
         assert r["median_epoch_s"] == pytest.approx(sum(r["median_epoch_s_runs"]) / 2)
     assert "mem/fp32" in proc.stdout and "median [range]" in proc.stdout and png.exists()
     assert proc.stdout.count("(repeat 2/2)") == 2
+    # the settings the figures ran under: mpgraph's defaults, inherited by the training processes
+    assert report["environment"]["THP_MEM_ALLOC_ENABLE"] == os.environ.get("THP_MEM_ALLOC_ENABLE", "1")
+    assert report["environment"]["OMP_WAIT_POLICY"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    assert ("counted in pages" in proc.stdout) == (report["environment"]["THP_MEM_ALLOC_ENABLE"] == "1")
     rst = subprocess.run([sys.executable, str(ROOT / "docs" / "results_to_rst.py"), "precision", str(out)],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert rst.returncode == 0, rst.stderr
