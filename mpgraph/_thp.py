@@ -18,7 +18,6 @@ it applies unless a tensor was made before ``import mpgraph``. Where the system'
 case holds; ``mpgraph info`` prints it. (This module imports neither torch nor numba.)
 """
 
-
 from ._openmp import describe, set_default
 
 __all__ = ["ENV", "configure", "status"]

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 
+from .. import _openmp, _thp
 from .memory import atomic_write
 from .train import PRECISIONS, _heads, _non_negative_float, _positive_int
 
@@ -111,7 +112,7 @@ def run_precision(args):
 
 #: environment variables the training processes inherit that move the figures: ``import mpgraph`` sets the
 #: first two unless the user did (``mpgraph/_thp.py``, ``mpgraph/_openmp.py``)
-ENV_FIGURES = ("THP_MEM_ALLOC_ENABLE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MPGRAPH_CPU_CACHE_MB")
+ENV_FIGURES = (_thp.ENV, _openmp.ENV, "OMP_NUM_THREADS", "MPGRAPH_CPU_CACHE_MB")
 
 
 def environment():
@@ -124,7 +125,7 @@ def _memory_note(results, env):
     small graph the column then reads coarser (measured: bf16 over fp32 0.66x with them, 0.45x without, on
     the default graph; the same at scale 0.05)."""
     cpu = any(r.get("mem_method") in ("VmHWM", "sampled") for r in results.values())
-    if not cpu or env.get("THP_MEM_ALLOC_ENABLE") != "1":
+    if not cpu or env.get(_thp.ENV) != "1":
         return None
     return ("note: peak memory is each process's peak resident set, counted in pages; with huge pages "
             "(THP_MEM_ALLOC_ENABLE=1, mpgraph's default) it reads coarser where the largest tensors are a few MiB. "
