@@ -213,7 +213,7 @@ def test_spmm_wide_rows():
 ], ids=["f32-6x16", "f32-8x8", "f32-16x4", "bf16-6x16", "f64-8x8", "f16-2x32"])
 def test_spmm_narrow_heads_share_a_pass(dtype, heads, reduces):
     """GAT's ``(E, H, 1)`` weights against ``(N, H, D)`` with ``D`` narrower than a pass: ``64 // D`` heads per
-    pass with ``D`` compiled in, the heads left over in passes of their own; values and max/min winners
+    pass (``32 // D`` for max/min keeping winners) with ``D`` compiled in, the heads left over in passes of their own; values and max/min winners
     against float64, edge ids shuffled, and with ``eid=None``."""
     H, D = heads
     for reduce in reduces:
@@ -863,7 +863,7 @@ def test_spmm_slot_winners(max_in, slot, reduce):
 @pytest.mark.parametrize("op", ["copy_rhs", "copy_lhs", "add"])
 @pytest.mark.parametrize("reduce", ["max", "min"])
 def test_half_slot_winners_in_every_pass_width(dtype, F, op, reduce):
-    """16-bit max/min recording slot winners through each pass (128 columns, the inlined 64-column pass, the
+    """16-bit max/min recording slot winners through each pass (``TRACK_BLOCK``-column passes, the
     runtime-width tail): values equal the id path's and the float64 extreme, each slot names an edge that
     holds the extreme, and it is the id path's winner."""
     src, dst, N = slot_graph(200, seed=3)

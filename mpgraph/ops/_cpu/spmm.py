@@ -132,16 +132,22 @@ def _finish_row(reduce, acc, out, o, F, deg, zero):
 # ----------------------------------------------------------------------------- blocked passes
 # A pass reduces the columns [col, col + W) of one row over all of the row's edges, then rounds once
 # into ``out``. W is a compile-time constant, so the accumulator is a stack array that LLVM keeps in
-# vector registers (4 zmm for W = 64 fp32, 8 for W = 128) while the loop over W is vectorised (smaller
-# constant widths get fully unrolled into scalar code, hence no 16/32 passes). A pass reads 256 bytes
-# of each source row (64 fp32 or 128 16-bit values), prefetched ``pf_dist`` edges ahead, one hint per
-# cache line; this measured faster than whole-row passes at D=256. 16-bit rows take 128-column passes,
-# then one of 64; the last columns (fewer than 64) take a pass of runtime width with the accumulator in
-# an L1-resident scratch row.
+# vector registers (4 zmm for W = 64 fp32, 8 for W = 128) while the loop over W is vectorised (16
+# columns get fully unrolled into scalar code). A value pass reads 256 bytes of each source row (64 fp32
+# or 128 16-bit values), prefetched ``pf_dist`` edges ahead, one hint per cache line; this measured faster
+# than whole-row passes at D=256. 16-bit rows take 128-column passes, then one of 64; the last columns
+# (fewer than 64) take a pass of runtime width with the accumulator in an L1-resident scratch row. Max/min
+# keeping the winners take passes of TRACK_BLOCK (32) columns for every dtype, then the runtime-width one.
 
 CONTRACT = {"contract"}
 BLOCK = 64  # pass width for fp32/fp64 output
 BLOCK_16 = 128  # pass width for 16-bit output (256 bytes of each source row per pass)
+#: pass width of max/min keeping the winners, every dtype: 32 running extremes and 32 int32 slots take 8 of
+#: AVX2's 16 vector registers; at 64 (128) columns they spilled, and the passes ran 2.5-3.3x slower than
+#: those without winners on cached rows (1M edges from 4000 nodes, D=128: copy_u fp32 21.9 -> 12.3 ms,
+#: bf16 25.3 -> 16.3, copy_e D=64 bf16 26.2 -> 15.8, GAT-like 8 heads of 8 bf16 24.5 -> 19.4; 16 columns
+#: unrolled into scalar code, 68 ms; thirty-fifth session)
+TRACK_BLOCK = 32
 
 
 @njit
@@ -250,9 +256,8 @@ def _rhs_winner_impl(arg_r, eid, use_eid, kb, slot):
     return lambda arg_r, eid, use_eid, kb, slot: edge_of(eid, use_eid, kb) if slot >= 0 else -1
 
 
-def _make_arg_pass(W, inline=False):
-    """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch); ``inline``: compiled
-    into its caller (see :func:`_passes`).
+def _make_arg_pass(W):
+    """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch).
 
     Per column it keeps the running extreme and the winning edge's slot offset ``k - k0`` (int32, so
     the two fit in registers together), then maps the slot to the source node and the edge id. It reads one
@@ -261,7 +266,7 @@ def _make_arg_pass(W, inline=False):
     """
     size = max(W, 1)
 
-    @njit(inline="always" if inline else "never")
+    @njit
     def arg_pass(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
                  scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
         n = W if W > 0 else w
@@ -326,20 +331,13 @@ def _block_width_impl(out):
 
 @functools.cache
 def _passes(track):
-    """``(wide, block, tail)`` for max/min keeping the winners (``track``) or for the value reductions: the
-    full-width pass for ``out``'s dtype (:func:`_block_width` columns), the 64-column pass of 16-bit output
-    and the runtime-width one, all with one argument list.
-
-    The 64-column max/min pass of 16-bit output is compiled into its caller. As a call (one per row) its
-    argument list, about 100 stack stores (Numba passes each array as seven words), took 59 % of the kernel's
-    profile samples in float16 ``copy_e`` max recording slot winners (`perf`, 2M edges x 64; bf16 and
-    float16 with edge-id winners ran the same call at under 10 %; why only that one, not found): its forward took
-    20 ms against bf16's 6-8; inlined, 6.4 ms. Inlining every max/min pass made the cold compile of
-    ``tests/ops/test_cpu_kernels.py`` 1284 -> 1524 s for no other gain above the noise, so only this one is.
-    """
-    make = _make_arg_pass if track else _make_value_pass
-    block, block_16, tail = make(BLOCK), make(BLOCK_16), make(0)
-    half_block = _make_arg_pass(BLOCK, inline=True) if track else block
+    """``(wide, block, tail)``: for the value reductions, the full-width pass for ``out``'s dtype
+    (:func:`_block_width` columns), the 64-column pass of 16-bit output and the runtime-width one, all with one
+    argument list; for max/min keeping the winners (``track``), the :data:`TRACK_BLOCK`-column pass for every
+    dtype, ``None`` and the runtime-width one."""
+    if track:
+        return _make_arg_pass(TRACK_BLOCK), None, _make_arg_pass(0)
+    block, block_16, tail = _make_value_pass(BLOCK), _make_value_pass(BLOCK_16), _make_value_pass(0)
 
     def wide(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, scalar_rhs,
              rhs_col, pf_dist, scratch, scratch_slot):
@@ -354,7 +352,7 @@ def _passes(track):
                 fn(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr,
                    scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot))
 
-    return wide, half_block, tail
+    return wide, block, tail
 
 
 @njit
@@ -402,8 +400,24 @@ def _row_driver(segments, track):
 def _flat_segments(track):
     """One row of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
     ``scalar_rhs`` (RHS_BLOCK: heads, or one per-edge scalar), else ``rhs`` elementwise (SAME). Each segment
-    takes full-width passes, then (16-bit output) one of 64 columns, then one of the columns left."""
+    takes full-width passes, then (16-bit output) one of 64 columns, then one of the columns left; with
+    ``track``, passes of :data:`TRACK_BLOCK` columns, then one of the columns left."""
     wide, block, tail = _passes(track)
+    if track:
+        @njit(inline="always")
+        def segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg,
+                     seg_len, scalar_rhs, pf_dist, scratch, scratch_slot):
+            for h in range(n_seg):
+                col = h * seg_len
+                end = col + seg_len
+                while col + TRACK_BLOCK <= end:
+                    wide(op, reduce, TRACK_BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o,
+                         Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+                    col += TRACK_BLOCK
+                if col < end:
+                    tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl,
+                         Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+        return segments
 
     @njit(inline="always")
     def segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
@@ -596,7 +610,7 @@ def _rows_impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indi
     kind = layout.literal_value
     if kind == RHS_BLOCK and heads.literal_value > 0:
         SEG = heads.literal_value
-        rows = _row_driver(_heads_segments(BLOCK, SEG, track), track)
+        rows = _row_driver(_heads_segments(TRACK_BLOCK if track else BLOCK, SEG, track), track)
 
         def impl(op, reduce, layout, need_arg, heads, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
                  arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
