@@ -39,13 +39,17 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 def operands(name, N, E, D, dtype, gen):
     """The inputs of the named op: node features ``(N, D)`` for ``copy_u``, edge features ``(E, D)`` for
     ``copy_e``, both for ``u_<op>_e`` (weights in [0.5, 1.5), so divisions stay finite)."""
-    x = torch.randn(N, D, generator=gen).to(dtype)
-    w = (torch.rand(E, D, generator=gen) + 0.5).to(dtype)
+    def x():
+        return torch.randn(N, D, generator=gen).to(dtype)
+
+    def w():
+        return (torch.rand(E, D, generator=gen) + 0.5).to(dtype)
+
     if name.startswith("copy_u_"):
-        return (x,)
+        return (x(),)
     if name.startswith("copy_e_"):
-        return (w,)
-    return x, w
+        return (w(),)
+    return x(), w()
 
 
 def measure(gi, fn, inputs, reps):
