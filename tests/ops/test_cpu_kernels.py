@@ -213,8 +213,8 @@ def test_spmm_wide_rows():
 ], ids=["f32-6x16", "f32-8x8", "f32-16x4", "bf16-6x16", "f64-8x8", "f16-2x32"])
 def test_spmm_narrow_heads_share_a_pass(dtype, heads, reduces):
     """GAT's ``(E, H, 1)`` weights against ``(N, H, D)`` with ``D`` narrower than a pass: ``64 // D`` heads per
-    pass (``32 // D`` for max/min keeping winners) with ``D`` compiled in, the heads left over in passes of their own; values and max/min winners
-    against float64, edge ids shuffled, and with ``eid=None``."""
+    pass (``32 // D`` for max/min keeping winners) with ``D`` compiled in, the heads left over in passes of their
+    own; values and max/min winners against float64, edge ids shuffled, and with ``eid=None``."""
     H, D = heads
     for reduce in reduces:
         run_spmm("power_law", "mul", reduce, (H, D), (H, 1), dtype, shuffle=True)
