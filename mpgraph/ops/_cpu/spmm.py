@@ -19,8 +19,9 @@ Two row engines:
 * blocked passes (layouts ``SAME`` and ``RHS_BLOCK``: copies, elementwise ops, GAT
   heads, per-edge scalars): a pass reduces 64 columns (128 for 16-bit output) of
   one row over all its edges with the accumulators in vector registers, software-
-  prefetching the source rows ``PREFETCH_DISTANCE`` edges ahead; max/min keep the
-  winner's slot (int32) in registers beside it;
+  prefetching the source rows ``PREFETCH_DISTANCE`` edges ahead; max/min that record
+  winners keep each winner's slot (int32) in registers beside it, 32 columns a pass
+  (``TRACK_BLOCK``);
 * one edge at a time into a scratch row (``LHS_BLOCK`` and ``GENERAL`` broadcasts).
 """
 
