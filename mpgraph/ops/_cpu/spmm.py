@@ -144,8 +144,8 @@ CONTRACT = {"contract"}
 BLOCK = 64  # pass width for fp32/fp64 output
 BLOCK_16 = 128  # pass width for 16-bit output (256 bytes of each source row per pass)
 #: pass width of max/min keeping the winners, every dtype: 32 running extremes and 32 int32 slots take 8 of
-#: AVX2's 16 vector registers; at 64 (128) columns they spilled, and the passes ran 2.5-3.3x slower than
-#: those without winners on cached rows (1M edges from 4000 nodes, D=128: copy_u fp32 21.9 -> 12.3 ms,
+#: AVX2's 16 vector registers; at 64 (128) columns they spilled: copy_u's pass took 2.6x (fp32) and 3.3x
+#: (bf16) the time of the pass without winners on cached rows (1M edges from 4000 nodes, D=128: fp32 21.9 -> 12.3 ms,
 #: bf16 25.3 -> 16.3, copy_e D=64 bf16 26.2 -> 15.8, GAT-like 8 heads of 8 bf16 24.5 -> 19.4; 16 columns
 #: unrolled into scalar code, 68 ms; thirty-fifth session)
 TRACK_BLOCK = 32
