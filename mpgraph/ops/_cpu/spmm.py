@@ -335,9 +335,11 @@ def _passes(track):
     """``(wide, block, tail)``: for the value reductions, the full-width pass for ``out``'s dtype
     (:func:`_block_width` columns), the 64-column pass of 16-bit output and the runtime-width one, all with one
     argument list; for max/min keeping the winners (``track``), the :data:`TRACK_BLOCK`-column pass for every
-    dtype, ``None`` and the runtime-width one."""
+    dtype in the first two places (:func:`_flat_segments` never takes the second at that width) and the
+    runtime-width one."""
     if track:
-        return _make_arg_pass(TRACK_BLOCK), None, _make_arg_pass(0)
+        block = _make_arg_pass(TRACK_BLOCK)
+        return block, block, _make_arg_pass(0)
     block, block_16, tail = _make_value_pass(BLOCK), _make_value_pass(BLOCK_16), _make_value_pass(0)
 
     def wide(op, reduce, w, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, scalar_rhs,
@@ -402,28 +404,14 @@ def _flat_segments(track):
     """One row of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
     ``scalar_rhs`` (RHS_BLOCK: heads, or one per-edge scalar), else ``rhs`` elementwise (SAME). Each segment
     takes full-width passes, then (16-bit output) one of 64 columns, then one of the columns left; with
-    ``track``, passes of :data:`TRACK_BLOCK` columns, then one of the columns left."""
+    ``track``, passes of :data:`TRACK_BLOCK` columns, then one of the columns left (``W > BLOCK`` is then
+    never true)."""
     wide, block, tail = _passes(track)
-    if track:
-        @njit(inline="always")
-        def segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg,
-                     seg_len, scalar_rhs, pf_dist, scratch, scratch_slot):
-            for h in range(n_seg):
-                col = h * seg_len
-                end = col + seg_len
-                while col + TRACK_BLOCK <= end:
-                    wide(op, reduce, TRACK_BLOCK, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o,
-                         Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
-                    col += TRACK_BLOCK
-                if col < end:
-                    tail(op, reduce, end - col, col, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl,
-                         Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
-        return segments
 
     @njit(inline="always")
     def segments(op, reduce, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, Fl, Fr, n_seg, seg_len,
                  scalar_rhs, pf_dist, scratch, scratch_slot):
-        W = _block_width(out)
+        W = TRACK_BLOCK if track else _block_width(out)
         for h in range(n_seg):
             col = h * seg_len
             end = col + seg_len
