@@ -81,6 +81,38 @@ def make_graph(name):
     return dict(name=name, N=N, E=E, src=src, dst=dst, indptr=indptr, in_deg=in_deg)
 
 
+def max_structures(name):
+    """The structures of a ``copy_u`` max forward and its gather backward on benchmark graph ``name``, as the
+    CPU backend builds them: ``index``, the in-edges ``(indptr_c, src_c, eid_c)``, the out-edges ``(indptr,
+    dst)`` and the longest in-edge row (``longest``), with the graph itself as ``g``."""
+    import mpgraph
+    from mpgraph._index import as_index
+    from mpgraph.ops._cpu._backend import _csc
+
+    g = make_graph(name)
+    index = as_index(mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"]))
+    indptr_c, src_c, eid_c = _csc(index)
+    indptr, dst, _ = index.csr()
+    return dict(g=g, index=index, indptr_c=indptr_c, src_c=src_c, eid_c=eid_c, indptr=indptr, dst=dst,
+                longest=int(index.in_degrees().max()))
+
+
+def max_winners(s, D, dtype, gen):
+    """Random ``(N, D)`` features ``x`` of ``dtype`` on :func:`max_structures` ``s``, the slot winners of their
+    ``copy_u`` max forward (``(N, D)``), a random gradient of that output, and the slot of each out-edge:
+    ``(x, winners, grad, slot_of)``, the inputs of ``scatter.gather_winners``."""
+    from mpgraph.ops._cpu._backend import _csr_slots
+    from mpgraph.ops._cpu.spmm import gspmm
+
+    N = s["g"]["N"]
+    x = torch.randn(N, D, generator=gen).to(dtype)
+    _, slots_won, _ = gspmm("copy_lhs", "max", s["indptr_c"], s["src_c"], s["eid_c"], x, None, out_dtype=dtype,
+                            need_arg="slots", max_row=s["longest"])
+    winners = slots_won.view(N, D)
+    grad = torch.randn(N, D, generator=gen).to(dtype)
+    return x, winners, grad, _csr_slots(s["index"], winners.dtype)
+
+
 def backward_structures(src, dst, num_nodes):
     """The structure the fused ``u_mul_e`` sum backward (``spmm_backward.mul_sum_backward``) walks, built by
     mpgraph itself as the op layer builds it: the reversed graph's ``(indptr, dst, eid, eid_inverse)``,

@@ -22,13 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-import mpgraph  # noqa: E402
-from mpgraph._index import as_index  # noqa: E402
-from mpgraph.ops._cpu._backend import _csc, _csr_slots  # noqa: E402
 from mpgraph.ops._cpu.scatter import gather_winners  # noqa: E402
-from mpgraph.ops._cpu.spmm import gspmm  # noqa: E402
 
-from cpu_kernels import make_graph, timed  # noqa: E402
+from cpu_kernels import max_structures, max_winners, timed  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -42,21 +38,12 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=7)
     a = p.parse_args(argv)
     distances = [int(d) for d in a.distances.split(",")]
-    g = make_graph(a.graph)
-    index = as_index(mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"]))
-    indptr_c, src_c, eid_c = _csc(index)
-    indptr, dst, _ = index.csr()
-    longest = int(index.in_degrees().max())
+    s = max_structures(a.graph)
+    indptr, dst = s["indptr"], s["dst"]
     gen = torch.Generator().manual_seed(0)
     for D in (int(d) for d in a.dims.split(",")):
         for name in a.dtypes.split(","):
-            dt = DTYPES[name]
-            x = torch.randn(g["N"], D, generator=gen).to(dt)
-            _, slots_won, _ = gspmm("copy_lhs", "max", indptr_c, src_c, eid_c, x, None, out_dtype=dt,
-                                    need_arg="slots", max_row=longest)
-            winners = slots_won.view(g["N"], D)
-            grad = torch.randn(g["N"], D, generator=gen).to(dt)
-            slot_of = _csr_slots(index, winners.dtype)
+            _, winners, grad, slot_of = max_winners(s, D, DTYPES[name], gen)
             ms = timed({str(d): (lambda d=d, s=slot_of, G=grad, w=winners:
                                  gather_winners(indptr, dst, s, G, w, prefetch_distance=d)) for d in distances}, a.reps)
             base = ms[str(distances[0])]
