@@ -1,4 +1,4 @@
-"""mpgraph's public message-passing ops against torch's sparse ops and PyG, forward and forward+backward.
+"""mpgraph's public message-passing ops against torch's sparse ops, PyG and DGL, forward and forward+backward.
 
 For one op on one graph, feature size and dtype, this times in the same process, round-robin (so a busy
 machine slows all of them alike):
@@ -8,7 +8,12 @@ machine slows all of them alike):
   its ``E x D`` intermediate would exceed ``--max-intermediate-gb``);
 * ``sparse_mm``: ``torch.sparse.mm(csr, x, reduce=...)`` (sum/mean/amax; weighted sums through the CSR
   values), in fp32 and in the dtype of the line;
-* ``pyg``: ``torch_geometric.utils.spmm`` (and ``torch_geometric.utils.softmax``) when PyG is installed.
+* ``pyg``: ``torch_geometric.utils.spmm`` (and ``torch_geometric.utils.softmax``) when PyG is installed;
+* ``dgl``: the same op of ``dgl.ops`` (DGL 2.1's C++ kernels) on a DGL graph of the same edges, in fp32 and
+  in the dtype of the line, when DGL is importable. DGL 2.1 runs on torch 2.13 only in a venv of its own,
+  with a patch (``shared/bench/README.md``); install mpgraph's dependencies and mpgraph there too
+  (``pip install 'numpy<2.4' numba==0.68.1 && pip install --no-deps -e .``), and both run in one process.
+  Lines where DGL raises (float16 on the CPU) have no DGL entry.
 
 Each line reports the median milliseconds of the forward (``fwd_ms``) and of forward + backward
 (``fwdbwd_ms``, gradients with respect to every floating input, from an upstream gradient of ones made once
@@ -20,7 +25,8 @@ forward+backward, and ``fwdbwd_with_seed_over_fwd`` gives the fast path's ratio 
 * ``vs_fp32``: fast in this dtype over fast in fp32 (the issue's bf16 <= 0.6x target);
 * ``vs_best_peer_fp32``: fast fp32 over the best fp32 peer (``sparse_mm`` or PyG);
 * ``fwdbwd_over_fwd``: fast forward+backward over fast forward (the <= 2.5x target);
-* ``vs_reference``: fast over reference (the >= 3x target for u_dot_v and edge softmax).
+* ``vs_reference``: fast over reference (the >= 3x target for u_dot_v and edge softmax);
+* ``vs_dgl``: fast over DGL in the same dtype (the brief's "mpgraph must beat DGL on every op": below 1).
 
 ``peak_extra_mb``: for u_dot_v and edge softmax, the resident-memory growth of one fast forward+backward
 (peak RSS over its start, as ``mpgraph train`` measures), against the ``E x D x 4`` bytes an intermediate would take.
@@ -62,6 +68,40 @@ try:  # optional peer
 except Exception:  # noqa: BLE001 - any import failure means "PyG not installed here"
     pyg_utils = None
 
+try:  # optional peer, in a venv of its own (module docstring)
+    import dgl
+except Exception:  # noqa: BLE001 - any import failure means "DGL not usable here"
+    dgl = None
+
+
+def dgl_graph(g):
+    """A DGL graph of ``g``'s edges in the same order (edge ``k`` is ``(src[k], dst[k])`` in both libraries),
+    with every sparse format built before the timing, or None without DGL."""
+    if dgl is None:
+        return None
+    gd = dgl.graph((g["src"], g["dst"]), num_nodes=g["N"])
+    gd.create_formats_()
+    return gd
+
+
+def _dgl_contenders(gd, op, inputs, dtype):
+    """``{"dgl": ..., "dgl_<dtype>": ...}``: ``dgl.ops.<op>`` on ``inputs`` cast to fp32 and to ``dtype``, each
+    as ``(forward fn, forward+backward fn)``; a dtype DGL rejects is left out."""
+    fn = dgl.ops.edge_softmax if op == "edge_softmax" else getattr(dgl.ops, op)
+    out = {}
+    for peer_dtype in {torch.float32, dtype}:
+        tag = "dgl" if peer_dtype == torch.float32 else f"dgl_{str(dtype)[6:]}"
+        args = tuple(t.to(peer_dtype) for t in inputs)
+
+        def run(*a):
+            return fn(gd, *a)
+        try:
+            run(*args)
+        except Exception:  # noqa: BLE001 - DGL refuses this dtype on the CPU (float16)
+            continue
+        out[tag] = (lambda run=run, args=args: run(*args), with_grad(run, args))
+    return out
+
 
 def _fast_and_reference(mp, gi, inputs, big):
     """The public op ``mp`` on ``inputs``, normally selected and (unless ``big``) forced onto the reference."""
@@ -78,8 +118,9 @@ def _fast_and_reference(mp, gi, inputs, big):
     return out
 
 
-def contenders(g, gi, op, D, dtype, heads, max_gb):
-    """``{name: (forward fn, forward+backward fn)}`` for one line; ``gi`` is the mpgraph graph."""
+def contenders(g, gi, op, D, dtype, heads, max_gb, gd=None):
+    """``{name: (forward fn, forward+backward fn)}`` for one line; ``gi`` is the mpgraph graph, ``gd`` the DGL
+    one (:func:`dgl_graph`; None: no DGL entries)."""
     N, E, src, dst, indptr = g["N"], g["E"], g["src"], g["dst"], g["indptr"]
     gen = torch.Generator().manual_seed(1)
     big = E * max(D, heads) * 4 > max_gb * 2**30
@@ -108,10 +149,14 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
             def pyg(xx, A=A):
                 return pyg_utils.spmm(A, xx, reduce=reduce)
             out["pyg"] = (lambda: pyg(x32), with_grad(pyg, (x32,)))
+        if gd is not None:
+            out.update(_dgl_contenders(gd, op, (x, w) if op == "u_mul_e_sum" else (x,), dtype))
     elif op in EDGE_MAX:
         x = torch.randn(N, D, generator=gen).to(dtype)
         w = torch.randn(E, D, generator=gen).to(dtype)
         out.update(_fast_and_reference(getattr(ops, op), gi, (x, w) if op == "u_add_e_max" else (w,), big))
+        if gd is not None:
+            out.update(_dgl_contenders(gd, op, (x, w) if op == "u_add_e_max" else (w,), dtype))
     elif op == "u_dot_v":
         x = torch.randn(N, D, generator=gen).to(dtype)
         y = torch.randn(N, D, generator=gen).to(dtype)
@@ -123,6 +168,8 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
                 with use_backend("reference"):
                     return ops.u_dot_v(gi, a, b)
             out["reference"] = (lambda: ref(x, y), with_grad(ref, (x, y)))
+        if gd is not None:
+            out.update(_dgl_contenders(gd, op, (x, y), dtype))
     else:   # edge softmax, H heads
         logits = torch.randn(E, heads, 1, generator=gen).to(dtype)
         def fast(a):
@@ -137,6 +184,8 @@ def contenders(g, gi, op, D, dtype, heads, max_gb):
             def pyg(a):
                 return pyg_utils.softmax(a, dst, num_nodes=N)
             out["pyg"] = (lambda: pyg(l32), with_grad(pyg, (l32,)))
+        if gd is not None:
+            out.update(_dgl_contenders(gd, op, (logits,), dtype))
     return out
 
 
@@ -171,6 +220,7 @@ def main(argv=None):
     for gname in args.graph.split(","):
         g = make_graph(gname)
         gi = mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"])
+        gd = dgl_graph(g)
         for op in args.ops.split(","):
             if op not in OPS:
                 raise SystemExit(f"unknown op {op!r}; expected some of {','.join(OPS)}")
@@ -179,7 +229,7 @@ def main(argv=None):
                 fast32 = None
                 for dname in args.dtypes.split(","):
                     dtype = DTYPES[dname]
-                    cands = contenders(g, gi, op, D, dtype, args.heads, args.max_intermediate_gb)
+                    cands = contenders(g, gi, op, D, dtype, args.heads, args.max_intermediate_gb, gd)
                     with record_backends() as seen:
                         cands["fast"][1]()     # compile / warm up, and note which kernels ran
                     fns = {}
@@ -212,6 +262,10 @@ def main(argv=None):
                     if "reference" in fwd:
                         line["vs_reference"] = {"fwd": round(fwd["fast"] / fwd["reference"], 3),
                                                 "fwdbwd": round(fwdbwd["fast"] / fwdbwd["reference"], 3)}
+                    dgl_tag = "dgl" if dname == "float32" else f"dgl_{dname}"
+                    if dgl_tag in fwd:
+                        line["vs_dgl"] = {"fwd": round(fwd["fast"] / fwd[dgl_tag], 3),
+                                          "fwdbwd": round(fwdbwd["fast"] / fwdbwd[dgl_tag], 3)}
                     if op in ("u_dot_v", "edge_softmax"):
                         width = D if op == "u_dot_v" else args.heads
                         line["peak_extra_mb"] = _peak_extra_mb(cands["fast"][1])
