@@ -49,25 +49,17 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from mpgraph.ops import _cpu  # noqa: E402
 
+from _graphs import bench_graphs  # noqa: E402
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
 OPS = ("copy_u_sum", "u_mul_e_sum", "copy_u_max", "copy_u_max_noarg", "u_dot_v", "edge_softmax", "edge_softmax_bwd",
        "edge_softmax_eid", "edge_softmax_eid_bwd")
 
 
-def _bench_graphs():
-    for root in (os.environ.get("MPGRAPH_BENCH_GRAPHS"), os.path.join(os.path.dirname(HERE), "shared", "bench"),
-                 "/work/shared/bench"):
-        if root and os.path.exists(os.path.join(root, "graphs.py")):
-            sys.path.insert(0, root)
-            import graphs
-
-            return graphs
-    raise SystemExit("benchmark graphs not found: set MPGRAPH_BENCH_GRAPHS to the folder holding graphs.py")
-
 
 def make_graph(name):
     if name != "large":
-        return _bench_graphs().make_graph(name)
+        return bench_graphs().make_graph(name)
     N, E = 1_000_000, 10_000_000
     gen = torch.Generator().manual_seed(0)
     src = torch.randint(0, N, (E,), generator=gen)

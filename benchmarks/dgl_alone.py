@@ -19,14 +19,11 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for root in (os.environ.get("MPGRAPH_BENCH_GRAPHS"), os.path.join(os.path.dirname(HERE), "shared", "bench"),
-             "/work/shared/bench"):
-    if root and os.path.exists(os.path.join(root, "graphs.py")):
-        sys.path.insert(0, root)
-        break
+sys.path.insert(0, HERE)
 
 import dgl  # noqa: E402
-import graphs  # noqa: E402
+
+from _graphs import bench_graphs  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -54,7 +51,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     if "mpgraph" in sys.modules:
         raise SystemExit("mpgraph was imported: this script times DGL without it")
-    g = graphs.make_graph(a.graph)
+    g = bench_graphs().make_graph(a.graph)
     gd = dgl.graph((g["src"], g["dst"]), num_nodes=g["N"])
     gd.create_formats_()
     gen = torch.Generator().manual_seed(1)

@@ -56,16 +56,11 @@ def child(lib, model, precision, graph, steps, warmup):
         import mpgraph as gl
     else:
         import dgl as gl
-    for root in (os.environ.get("MPGRAPH_BENCH_GRAPHS"), os.path.join(os.path.dirname(HERE), "shared", "bench"),
-                 "/work/shared/bench"):
-        if root and os.path.exists(os.path.join(root, "graphs.py")):
-            sys.path.insert(0, root)
-            break
-    import graphs
+    from _graphs import bench_graphs
 
     out = {"bench": "peer_training", "lib": lib, "model": model, "precision": precision, "graph": graph,
            "threads": torch.get_num_threads(), "version": gl.__version__, "steps": steps}
-    d = graphs.make_graph(graph)
+    d = bench_graphs().make_graph(graph)
     g = gl.graph((d["src"], d["dst"]), num_nodes=d["N"])
     if lib == "dgl":
         g.create_formats_()
