@@ -203,6 +203,51 @@ def test_spmm_wide_rows():
         run_spmm("power_law", "mul", "mean", (150,), (), dtype)
 
 
+#: (op, reduce, rhs feature shape with ``W`` for the pass width) per dtype, from kernels the tests above compile
+ONE_PASS_ROWS = {
+    F32: [("copy_lhs", "sum", None), ("copy_lhs", "mean", None), ("copy_lhs", "max", None), ("mul", "sum", (1,)),
+          ("add", "sum", "W"), ("copy_rhs", "sum", "W")],
+    BF16: [("copy_lhs", "sum", None), ("copy_lhs", "mean", None), ("copy_lhs", "max", None), ("mul", "sum", (1,)),
+           ("sub", "sum", "W"), ("copy_rhs", "sum", "W")],
+    F16: [("copy_lhs", "sum", None), ("copy_lhs", "mean", None), ("mul", "sum", ())],
+    F64: [("copy_lhs", "sum", None), ("copy_lhs", "mean", None), ("mul", "sum", (1,))],
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_spmm_rows_of_one_pass_take_whole_chunks(dtype):
+    """When one full-width pass covers a row (64 columns in fp32 and fp64, 128 in 16-bit), the row driver hands
+    the pass whole chunks of rows, empty ones included, instead of one row at a time. The same pass computes the
+    first ``W`` columns of rows twice as wide a row at a time: the two must agree bit for bit (and match the
+    float64 formula), on a graph with a hub, rows without edges and edge ids out of slot order."""
+    W = 128 if dtype in (F16, BF16) else 64
+    gen = torch.Generator().manual_seed(5)
+    N, E = 400, 6000
+    src = torch.randint(0, N, (E,), generator=gen)
+    dst = torch.randint(0, N - 20, (E,), generator=gen)        # the last 20 rows have no edges
+    dst[:700] = 3                                                # a hub
+    dst[700:705] = N - 10                                        # one row among them that has a few
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    assert not torch.equal(eid, torch.arange(E))
+    for op, reduce, rshape in ONE_PASS_ROWS[dtype]:
+        lhs = None if op == "copy_rhs" else rand((N, 2 * W), dtype, 1)
+        if op == "copy_lhs":
+            rhs = None
+        elif rshape == "W":
+            rhs = rand((E, 2 * W), dtype, 2, positive=True)
+        else:
+            rhs = rand((E,) + rshape, dtype, 2, positive=True)
+        wide = K.gspmm(op, reduce, indptr, indices, eid, None if lhs is None else lhs.to(dtype),
+                       None if rhs is None else rhs.to(dtype), need_arg=False)[0]
+        lhs_w = None if lhs is None else lhs[:, :W]
+        rhs_w = rhs[:, :W] if rshape == "W" else rhs
+        one = K.gspmm(op, reduce, indptr, indices, eid, None if lhs_w is None else lhs_w.to(dtype),
+                      None if rhs_w is None else rhs_w.to(dtype), need_arg=False)[0]
+        assert one.shape == (N, W) and torch.equal(one, wide[:, :W]), (op, reduce, rshape)
+        assert_close(one, ref_spmm(op, reduce, src, dst, N, lhs_w, rhs_w), dtype)
+        assert not one[N - 20:N - 10].any() and one[N - 10].any(), (op, reduce)
+
+
 @pytest.mark.parametrize("dtype, heads, reduces", [
     (F32, (6, 16), ("sum", "max")),    # 4 heads per pass, then 2 heads a pass each (runtime width)
     (F32, (8, 8), ("mean", "min")),
