@@ -435,7 +435,7 @@ def _row_driver(segments, track):
     return rows
 
 
-def whole_rows(layout, need_arg, Fr, B, F, out_dtype):
+def takes_whole_rows(layout, need_arg, Fr, B, F, out_dtype):
     """Whether :func:`spmm_kernel` takes the rows whole (its ``whole`` argument): one full-width value pass
     covers each row, a single segment of :func:`_block_width` columns (fp32/fp64 rows of 64, 16-bit rows of
     128), with no winners to record."""
@@ -445,10 +445,11 @@ def whole_rows(layout, need_arg, Fr, B, F, out_dtype):
 
 @njit
 def _whole_rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, F, Fl, Fr, scalar_rhs, pf_dist):
-    """Rows ``r_begin : r_end`` when one full-width pass covers each (:func:`whole_rows`): one call of the
-    pass for all of them. A call per row cost a bf16 copy_u sum of 128 columns 1.43x the time on rows held in
-    cache and 1.10-1.16x on the 10M-edge graph (about 10 edges a row: the call's set-up and the bf16 rounding's
-    constants were paid per row; thirty-eighth session)."""
+    """Rows ``r_begin : r_end`` when one full-width pass covers each (:func:`takes_whole_rows`): one call of the
+    pass for all of them. On the 10M-edge graph (about 10 edges a row) a call per row took 1.17-1.32x this
+    time in bf16 (D=128), 1.13-1.21x in fp32 (D=64) and 1.03-1.10x in float16 (sum, mean, max, u_mul_e sum;
+    ``benchmarks/whole_rows.py``, thirty-eighth session): the call's set-up, and in bf16 the rounding's
+    constants, were paid per row."""
     k_last = raw_get(indptr, indptr.size - 1) - 1
     owner = alloc_acc(out, 1)       # the pass's (unused) scratch arguments
     owner_slot = np.empty(1, np.int32)
@@ -703,7 +704,7 @@ def spmm_kernel(op, reduce, layout, need_arg=True, heads=0, whole=False):
     it claims from ``counter`` (see :func:`._core.run_parallel`); all arrays are flat. Each layout is
     its own kernel, so a call compiles only the code it runs. ``heads``: the head width of a block
     broadcast whose heads are narrower than a pass (:func:`heads_seg`), compiled into the kernel; 0 otherwise.
-    ``whole``: one full-width pass covers each row (:func:`whole_rows`), so a chunk of rows takes one call of it.
+    ``whole``: one full-width pass covers each row (:func:`takes_whole_rows`), so a chunk of rows takes one call of it.
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
 
@@ -745,7 +746,7 @@ def slot_dtype(max_row, otherwise):
 
 
 def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None,
-          max_row=None):
+          max_row=None, whole_rows=True):
     """Generalised SpMM over the rows of a compressed structure, on raw tensors.
 
     .. math::
@@ -791,6 +792,10 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     max_row : int, optional
         The largest row length, ``max(indptr[r + 1] - indptr[r])``, when the caller has it cached (it picks
         the width of slot winners); computed from ``indptr`` otherwise. Trusted, like the structure.
+    whole_rows : bool, default True
+        Let rows that one full-width pass covers take one call of it per chunk of rows
+        (:func:`takes_whole_rows`); False walks them a row at a time (the same results, bit for bit: for
+        benchmarks and tests).
 
     Returns
     -------
@@ -886,7 +891,7 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     bounds = chunk_bounds(indptr_np, nthreads)
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     heads = heads_seg(layout, Fr, B, out.dtype)
-    whole = whole_rows(layout, track, Fr, B, F, out.dtype)
+    whole = bool(whole_rows) and takes_whole_rows(layout, track, Fr, B, F, out.dtype)
     run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole), nthreads, bounds, indptr_np, indices_np,
                  eid_np, lhs_np, rhs_np, kernel_view(out), index_view(arg_lhs), index_view(arg_rhs), F, Fl, Fr, B,
                  index_view(lhs_off), index_view(rhs_off), pf)
