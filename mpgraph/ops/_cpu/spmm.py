@@ -695,8 +695,15 @@ def _rows_impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indpt
     return impl
 
 
-@functools.lru_cache(maxsize=None)
 def spmm_kernel(op, reduce, layout, need_arg=True, heads=0, whole=False):
+    """The compiled gSpMM kernel for one ``(op, reduce, layout)`` (see :func:`_spmm_kernel`): one kernel object
+    per distinct configuration, however the arguments are spelled (``functools.lru_cache`` keys ``f(a)`` and
+    ``f(a, b=default)`` apart, which gave two objects, and two sets of cache statistics, for one kernel)."""
+    return _spmm_kernel(op, reduce, int(layout), bool(need_arg), int(heads), bool(whole))
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_kernel(op, reduce, layout, need_arg, heads, whole):
     """The compiled gSpMM kernel for one ``(op, reduce, layout)``; dtypes specialise on first call.
 
     ``kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B,
