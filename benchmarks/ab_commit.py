@@ -28,10 +28,7 @@ sys.path.insert(0, HERE)
 from mpgraph.ops._cpu.spmm import gspmm  # noqa: E402
 
 from cpu_kernels import make_graph, timed  # noqa: E402
-
-#: op name -> (gspmm op, reduce, one weight per edge)
-OPS = {"copy_u_sum": ("copy_lhs", "sum", False), "copy_u_mean": ("copy_lhs", "mean", False),
-       "copy_u_max_noarg": ("copy_lhs", "max", False), "u_mul_e_sum": ("mul", "sum", True)}
+from whole_rows import OPS  # noqa: E402
 
 
 def old_gspmm(rev, where):
