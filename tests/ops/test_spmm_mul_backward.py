@@ -117,7 +117,7 @@ def test_folded_head_dots_match_float64_formula(dtype, H, D, case, op, idtype):
 
     W, SEG, CB = spmm_backward._kernel_key(H, D)
     assert (W, SEG, CB) == (H * D, D, 0) and spmm_backward._tree(W, SEG)
-    assert not spmm_backward._slot_order(W, SEG)            # weights read in place at their edge ids
+    assert not spmm_backward._slot_order(W, SEG, H)         # weights read in place at their edge ids
     index = _index(case, idtype)
     _check_cpu_kernel(index, H, D, dtype, 3 * H + D, op)
 
@@ -132,7 +132,7 @@ def test_elementwise_register_rows_match_float64_formula(dtype, F, case, op, idt
     from mpgraph.ops._cpu import spmm_backward
 
     assert spmm_backward._kernel_key(F, 1) == (F, 1, 0)
-    assert not spmm_backward._slot_order(F, 1)              # weight rows read and written in place
+    assert not spmm_backward._slot_order(F, 1, F)           # weight rows read and written in place
     index = _index(case, idtype)
     _check_cpu_kernel(index, F, 1, dtype, F + 7, op)
 
@@ -235,7 +235,7 @@ def test_weights_moved_by_inverse_scatter_or_gather_agree():
     from mpgraph.ops._cpu._backend import _csc, _inverse
     from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
 
-    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4)[:2])
+    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4)[:2], 16)
     index = _index("power_law", torch.int64)
     indptr, src, eid = _csc(reversed_index(index))
     assert eid is not None                                  # out-edges are not in edge-id order
@@ -267,7 +267,7 @@ def test_weights_in_edge_order_or_slot_order_agree(monkeypatch, H, D, dtype, op)
     args = (indptr, src, eid, G.reshape(-1, H, D), x.reshape(-1, H, D), w)
     results = {}
     for slot_order in (False, True):
-        monkeypatch.setattr(spmm_backward, "_slot_order", lambda W, SEG, s=slot_order: s)
+        monkeypatch.setattr(spmm_backward, "_slot_order", lambda W, SEG, H, s=slot_order: s)
         results[slot_order] = spmm_backward.mul_sum_backward(*args, divide=op == "div", eid_inverse=_inverse(eid))
     for a, b in zip(results[False], results[True]):
         assert torch.equal(a, b)

@@ -17,8 +17,9 @@ and the row's fp32 accumulator stay in cache, each ``G[v]`` row is gathered once
 ahead) and used for both products. Edge ids in that order are scattered (the forward graph is sorted by
 destination), so each edge's weights and their gradient are a random access as costly as the row gather
 unless it is hidden: the kernel reads ``w[eid[k]]`` and writes ``grad_w[eid[k]]`` in place, prefetching
-both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. The register kernel of narrow heads
-that sums each head on its own is the exception (:func:`_slot_order`): there the weights are first moved
+both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. One weight per edge (``H = 1``) and
+the register kernel of narrow heads that sums each head on its own are the exceptions (:func:`_slot_order`:
+measured faster on the CI machine): there the weights are first moved
 into slot order by a parallel copy loop (a scatter over the edge ids when their inverse permutation is
 given, which the CPU backend caches per graph, else a gather by ``eid``), the kernel reads and writes them
 sequentially, and the gradient goes back to the edge ids by a second scatter. Elementwise weights
@@ -245,19 +246,26 @@ def _make_heads_rows(W, SEG, DIV):
     return rows
 
 
-def _slot_order(W, SEG):
-    """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` takes its weights in slot order (moved there
-    and back by :func:`_permute`) rather than reading and writing them at each slot's edge id with a software
-    prefetch: only the register kernel of narrow heads (its products path, ``SEG <`` :data:`WIDE_HEAD`) where it
-    sums each head's products on its own (not :func:`_tree`).
-    Measured in place over slot order (``benchmarks/edge_order.py``, 2 threads, AMD EPYC): on 10M edges
-    ``H = 1`` with D = 64/128 0.84-0.99x, general heads (4, 16) 0.83-0.86x, (8, 16) 0.90-1.07x; on 2M edges
-    0.71-1.07x; wide heads on both, (2, 64) 0.71-0.88x, (4, 32) 0.71-0.85x, (2, 32) 0.81-0.85x (2M only). The
-    register kernel of 8 heads of 8 was bimodal on 10M edges in fp32, 0.80-1.33x over ten runs (five of them
-    1.16-1.33x), so it kept the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M edges); since
-    the twenty-fourth session that kernel folds its dots as a tree and reads the weights in place (see
+def _slot_order(W, SEG, H):
+    """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` for ``H`` heads takes its weights in slot order
+    (moved there and back by :func:`_permute`) rather than reading and writing them at each slot's edge id with
+    a software prefetch: one weight per edge (``H == 1``, every kernel family), and the register kernel of
+    narrow heads (its products path, ``SEG <`` :data:`WIDE_HEAD`) where it sums each head's products on its own
+    (not :func:`_tree`).
+
+    In place over slot order (``benchmarks/edge_order.py``, 2 threads): on the 2-core AVX2 AMD EPYC VM of the
+    thirty-second to thirty-ninth sessions, ``H = 1`` took 1.03-1.30x on 10M edges (D = 64, 128, 256; fp32 and bf16)
+    and 0.95-1.46x on 2M edges (D = 64, 128, 256) over two runs, so one weight per edge moves into slot order there
+    (``edge_order_h1_s39.jsonl``); several heads measured 0.88-1.07x on 10M edges (in place faster for 4 and 8 heads
+    of 16 in bf16), so they keep their routes. On the AVX-512 AMD EPYC machine of the eighteenth session the same
+    script found ``H = 1`` 0.84-0.99x on 10M edges, general heads (4, 16) 0.83-0.86x, (8, 16) 0.90-1.07x; on 2M
+    edges 0.71-1.07x; wide heads on both, (2, 64) 0.71-0.88x, (4, 32) 0.71-0.85x, (2, 32) 0.81-0.85x (2M only): the
+    choice for one weight per edge depends on the machine's memory system and follows the one CI and the README's
+    figures run on. The register kernel of 8 heads of 8 was bimodal on 10M edges in fp32, 0.80-1.33x over ten runs
+    (five of them 1.16-1.33x), so it kept the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M
+    edges); since the twenty-fourth session that kernel folds its dots as a tree and reads the weights in place (see
     :data:`TREE_SEGS`)."""
-    return W > 0 and 1 < SEG < WIDE_HEAD and not _tree(W, SEG)
+    return H == 1 or (W > 0 and 1 < SEG < WIDE_HEAD and not _tree(W, SEG))
 
 
 #: head widths whose dots the register kernel of :data:`TREE_WIDTH` columns folds across heads (:func:`_tree`),
@@ -575,7 +583,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=N
     if N_src == 0 or H * D == 0 or E == 0:
         return gx.zero_(), torch.zeros(w.shape, dtype=w.dtype)
     W, SEG, CB = _kernel_key(H, D)
-    permuted = eid is not None and _slot_order(W, SEG)
+    permuted = eid is not None and _slot_order(W, SEG, H)
     if not permuted:                    # w and its gradient in edge order, reached through eid (None: identity)
         w_k, eid_k = w.contiguous(), eid
     elif eid_inverse is not None:
