@@ -189,7 +189,7 @@ def _make_value_pass(W, chunk=False):
             k0 = raw_get(indptr, r)
             k1 = raw_get(indptr, r + 1)
             o = r * F
-            if k1 == k0:  # only in a whole chunk: the column walk never passes an empty row
+            if chunk and k1 == k0:  # (compile-time chunk) the column walk never passes an empty row
                 _empty_row(op, out, arg_l, arg_r, o + col, n, False)
                 continue
             # both initialised whatever ``pairs`` is: initialising only the one in use (twenty-second session) made
@@ -451,12 +451,10 @@ def _whole_rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
     ``benchmarks/whole_rows.py``, thirty-eighth session): the call's set-up, and in bf16 the rounding's
     constants, were paid per row."""
     k_last = raw_get(indptr, indptr.size - 1) - 1
-    owner = alloc_acc(out, 1)       # the pass's (unused) scratch arguments
+    owner = alloc_acc(out, 1)       # the pass's (unused) scratch arguments, passed as they are (not borrowed)
     owner_slot = np.empty(1, np.int32)
     _whole_pass(op, reduce, F, 0, r_begin, r_end, indptr, k_last, indices, eid, lhs, rhs, out, owner_slot,
                 owner_slot, F, Fl, Fr, scalar_rhs, 0, pf_dist, owner, owner_slot)
-    owner[0] = 0  # keeps the scratch owners alive past the call
-    owner_slot[0] = 0
 
 
 @functools.cache
