@@ -247,3 +247,47 @@ def test_a_recursive_compiled_function_in_a_closure_is_described_by_name_where_i
     assert a != b and a == _core._stable_closure_value(make(1))   # told apart by c, alike when alike
     closure = a[-2]                                               # (count's own closure: c, then count)
     assert closure[0] == 1 and closure[1][0] == "compiled function, recursive" and closure[1][2].endswith("count")
+
+
+_FUSED_RUN = textwrap.dedent("""
+    import sys
+    import torch
+    from mpgraph._index import Index
+    from mpgraph.ops import _dispatch
+    from mpgraph.ops._checks import reversed_index
+    from mpgraph.ops._dispatch import use_backend
+
+    gen = torch.Generator().manual_seed(0)
+    n, E = 50, 400
+    src, dst = torch.randint(0, n, (E,), generator=gen), torch.randint(0, n, (E,), generator=gen)
+    index = Index.from_coo(src.int(), dst.int(), n, n)
+    for shape in sys.argv[1:]:          # 'HxD': heads of the fused u_div_e sum backward, float16
+        H, D = (int(v) for v in shape.split("x"))
+        G, x = torch.randn(n, H * D, generator=gen), torch.randn(n, H * D, generator=gen)
+        w = (0.5 + torch.rand(E, H, generator=gen)) * torch.where(torch.rand(E, H, generator=gen) < 0.5, -1.0, 1.0)
+        G, x, w = G.half(), x.half(), w.half()
+        with use_backend("cpu", strict=True):
+            gx, gw = _dispatch.spmm_mul_backward(reversed_index(index), G, x, w, H, "div")
+        g, wd = G.double().view(n, H, D)[dst.long()], w.double()
+        ex = torch.zeros(n, H, D, dtype=torch.float64).index_add_(0, src.long(), g / wd[:, :, None])
+        ew = -(g * x.double().view(n, H, D)[src.long()]).sum(-1) / (wd * wd)
+        good = (torch.allclose(gx.double(), ex.view(n, -1), rtol=1e-2, atol=1e-2)
+                and torch.allclose(gw.double(), ew, rtol=1e-2, atol=1e-2))
+        print(shape, "ok" if good else "WRONG")
+""")
+
+
+@pytest.mark.slow
+def test_kernels_compiled_by_different_processes_run_their_own_row_loops_when_loaded_together(tmp_path):
+    # Numba names a compiled function by its qualified name and a per-process counter. Processes A and B each
+    # compile one fused backward (4 heads of 16, 8 heads of 8) after the same imports, so their row loops (same
+    # qualified name and argument types, different code) get the same name; a process that loads both from the
+    # cache had the two linkonce_odr definitions merged, and one kernel ran the other's row loop (wrong
+    # gradients and heap corruption, seen in a pytest-xdist run; numba/numba#10486). _core now numbers functions
+    # from a random start in every process.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    runs = [subprocess.run([sys.executable, "-c", _FUSED_RUN, *shapes], env=env, capture_output=True, text=True,
+                           timeout=600) for shapes in (["2x32"], ["4x16"], ["8x8"], ["4x16", "8x8"])]
+    # (the first process caches the helpers the others load, so A and B compile from the same count)
+    assert [r.stdout.split() for r in runs] == [["2x32", "ok"], ["4x16", "ok"], ["8x8", "ok"],
+                                                ["4x16", "ok", "8x8", "ok"]], [r.stderr[-1500:] for r in runs]

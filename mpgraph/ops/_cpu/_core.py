@@ -27,8 +27,10 @@ the callers' loops vectorise; indices are trusted.
 
 import ctypes
 import hashlib
+import itertools
 import mmap
 import os
+import secrets
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from types import CodeType
@@ -37,7 +39,7 @@ import numpy as np
 import torch
 from llvmlite import ir
 from numba import njit, types
-from numba.core import caching, cgutils, serialize
+from numba.core import bytecode, caching, cgutils, serialize
 from numba.core.dispatcher import Dispatcher
 from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
@@ -150,6 +152,27 @@ class _KeyNamedFunctionCache(caching.FunctionCache):
         closure = _stable_closure(func)
         digest = hashlib.sha256(serialize.dumps(closure) if closure else b"").hexdigest()
         return sig, codegen.magic_tuple(), (hashlib.sha256(func.__code__.co_code).hexdigest(), digest)
+
+
+def _number_functions_from_a_random_start():
+    """Make the names Numba gives compiled functions differ between processes (numba/numba#10486).
+
+    Numba names a compiled function by its qualified name, its argument types and a number from a counter
+    that starts at 1 in every process. The kernels' row loops are closures of one qualified name whose code
+    differs by their closure variables, so two processes that compile two of them after the same imports give
+    both the same name. Cached code is linked with that name as ``linkonce_odr``, which lets LLVM keep either
+    definition: a third process that loaded both kernels from the cache ran one kernel with the other's row
+    loop (wrong gradients and heap corruption; reproduced by
+    ``test_kernels_compiled_by_different_processes_run_their_own_row_loops_when_loaded_together``). Numbering
+    from a random 60-bit start keeps every process's names apart; equal code compiled twice is then linked
+    twice, which costs nothing but memory. Cache keys do not contain the number, so cached kernels are still
+    found."""
+    counter = getattr(bytecode.FunctionIdentity, "_unique_ids", None)
+    if isinstance(counter, itertools.count):
+        bytecode.FunctionIdentity._unique_ids = itertools.count((1 << 40) + secrets.randbits(60))
+
+
+_number_functions_from_a_random_start()
 
 
 def cached_njit(**options):
