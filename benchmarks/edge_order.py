@@ -73,7 +73,7 @@ def main(argv=None):
             w = (torch.rand(E, H, generator=gen) + 0.5).to(dtype)
 
             def run(slot_order, G=G, x=x, w=w):
-                spmm_backward._slot_order = lambda W, SEG, H: slot_order
+                spmm_backward._slot_order = lambda W, SEG, H, nbytes: slot_order
                 try:
                     return spmm_backward.mul_sum_backward(indptr, src, eid, G, x, w, eid_inverse=inverse)
                 finally:
@@ -91,7 +91,7 @@ def main(argv=None):
             print(json.dumps({
                 "bench": "edge_order", "graph": args.graph, "N": N, "E": E, "H": H, "D": D, "dtype": dname,
                 "threads": torch.get_num_threads(), "kernel": list(spmm_backward._kernel_key(H, D)),
-                "route_taken": "slot_order" if decide(W, SEG, H) else "in_place",
+                "route_taken": "slot_order" if decide(W, SEG, H, w.numel() * w.element_size()) else "in_place",
                 "in_place_ms": round(ms["in_place"], 2), "slot_order_ms": round(ms["slot_order"], 2),
                 "in_place_over_slot_order": round(ms["in_place"] / ms["slot_order"], 3)}), flush=True)
 

@@ -117,7 +117,7 @@ def test_folded_head_dots_match_float64_formula(dtype, H, D, case, op, idtype):
 
     W, SEG, CB = spmm_backward._kernel_key(H, D)
     assert (W, SEG, CB) == (H * D, D, 0) and spmm_backward._tree(W, SEG)
-    assert not spmm_backward._slot_order(W, SEG, H)         # weights read in place at their edge ids
+    assert not spmm_backward._slot_order(W, SEG, H, 1 << 30)  # weights read in place at their edge ids
     index = _index(case, idtype)
     _check_cpu_kernel(index, H, D, dtype, 3 * H + D, op)
 
@@ -132,7 +132,7 @@ def test_elementwise_register_rows_match_float64_formula(dtype, F, case, op, idt
     from mpgraph.ops._cpu import spmm_backward
 
     assert spmm_backward._kernel_key(F, 1) == (F, 1, 0)
-    assert not spmm_backward._slot_order(F, 1, F)           # weight rows read and written in place
+    assert not spmm_backward._slot_order(F, 1, F, 1 << 30)  # weight rows read and written in place
     index = _index(case, idtype)
     _check_cpu_kernel(index, F, 1, dtype, F + 7, op)
 
@@ -235,7 +235,7 @@ def test_weights_moved_by_inverse_scatter_or_gather_agree():
     from mpgraph.ops._cpu._backend import _csc, _inverse
     from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
 
-    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4)[:2], 16)
+    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4)[:2], 16, 0)
     index = _index("power_law", torch.int64)
     indptr, src, eid = _csc(reversed_index(index))
     assert eid is not None                                  # out-edges are not in edge-id order
@@ -267,13 +267,42 @@ def test_weights_in_edge_order_or_slot_order_agree(monkeypatch, H, D, dtype, op)
     args = (indptr, src, eid, G.reshape(-1, H, D), x.reshape(-1, H, D), w)
     results = {}
     for slot_order in (False, True):
-        monkeypatch.setattr(spmm_backward, "_slot_order", lambda W, SEG, H, s=slot_order: s)
+        monkeypatch.setattr(spmm_backward, "_slot_order", lambda W, SEG, H, nbytes, s=slot_order: s)
         results[slot_order] = spmm_backward.mul_sum_backward(*args, divide=op == "div", eid_inverse=_inverse(eid))
     for a, b in zip(results[False], results[True]):
         assert torch.equal(a, b)
     ex, ew = _expected(index, G, x, w, op)
     assert_close(results[False][0].reshape(ex.shape), ex, dtype)
     assert_close(results[False][1], ew, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("over", [False, True], ids=["cached", "beyond"])
+def test_one_weight_per_edge_moves_to_slot_order_only_beyond_the_threshold(monkeypatch, dtype, over):
+    """One weight per edge is read in place while the weights take fewer than ``SLOT_ORDER_MIN_BYTES`` and moved
+    into slot order and back (two permutes) from there on; both give the float64 formula's gradients."""
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+    from mpgraph.ops._cpu._backend import _csc, _inverse
+
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    E = spmm_backward.SLOT_ORDER_MIN_BYTES // itemsize - (0 if over else 1)
+    gen = torch.Generator().manual_seed(5)
+    n = 3000
+    index = Index.from_coo(torch.randint(0, n, (E,), generator=gen), torch.randint(0, n, (E,), generator=gen), n, n)
+    indptr, src, eid = _csc(reversed_index(index))
+    assert eid is not None
+    G, x, w = _operands(index, 1, 2, dtype, seed=6)
+    assert (w.numel() * w.element_size() >= spmm_backward.SLOT_ORDER_MIN_BYTES) == over
+    calls = []
+    permute = spmm_backward._permute
+    monkeypatch.setattr(spmm_backward, "_permute", lambda *a, **k: calls.append(1) or permute(*a, **k))
+    gx, gw = spmm_backward.mul_sum_backward(indptr, src, eid, G.reshape(-1, 1, 2), x.reshape(-1, 1, 2), w,
+                                            eid_inverse=_inverse(eid))
+    assert len(calls) == (2 if over else 0)
+    ex, ew = _expected(index, G, x, w)
+    assert_close(gx.reshape(ex.shape), ex, dtype)
+    assert_close(gw, ew, dtype)
 
 
 def test_no_edges_gives_zeros():

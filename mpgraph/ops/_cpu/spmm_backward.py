@@ -17,9 +17,9 @@ and the row's fp32 accumulator stay in cache, each ``G[v]`` row is gathered once
 ahead) and used for both products. Edge ids in that order are scattered (the forward graph is sorted by
 destination), so each edge's weights and their gradient are a random access as costly as the row gather
 unless it is hidden: the kernel reads ``w[eid[k]]`` and writes ``grad_w[eid[k]]`` in place, prefetching
-both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. One weight per edge (``H = 1``) and
-the register kernel of narrow heads that sums each head on its own are the exceptions (:func:`_slot_order`:
-measured faster on the CI machine): there the weights are first moved
+both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. One weight per edge (``H = 1``) beyond
+the cache and the register kernel of narrow heads that sums each head on its own are the exceptions
+(:func:`_slot_order`: measured faster on the CI machine): there the weights are first moved
 into slot order by a parallel copy loop (a scatter over the edge ids when their inverse permutation is
 given, which the CPU backend caches per graph, else a gather by ``eid``), the kernel reads and writes them
 sequentially, and the gradient goes back to the edge ids by a second scatter. Elementwise weights
@@ -246,10 +246,20 @@ def _make_heads_rows(W, SEG, DIV):
     return rows
 
 
-def _slot_order(W, SEG, H):
-    """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` for ``H`` heads takes its weights in slot order
-    (moved there and back by :func:`_permute`) rather than reading and writing them at each slot's edge id with
-    a software prefetch: one weight per edge (``H == 1``, every kernel family), and the register kernel of
+#: one weight per edge (``H == 1``) moves into slot order only when the weights take at least this many bytes;
+#: smaller ones stay in the cache, where reading and writing them in place at the edge ids costs less than the
+#: two permutes: on the AVX2 VM the 1.1M-edge graph of ``mpgraph bench precision`` (bf16 weights, 2.3 MB) took
+#: 0.72-0.88x in place over slot order at D = 41, 64 and 128 (0.99 at 256), while fp32 weights there (4.6 MB)
+#: took 1.01-1.16x, and 2M edges (4 MB of bf16) 0.95-1.17x. A fit to these points, not a cache size read from
+#: the machine.
+SLOT_ORDER_MIN_BYTES = 3 << 20
+
+
+def _slot_order(W, SEG, H, weight_bytes):
+    """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` for ``H`` heads takes its weights (``weight_bytes``
+    in all) in slot order (moved there and back by :func:`_permute`) rather than reading and writing them at each
+    slot's edge id with a software prefetch: one weight per edge (``H == 1``, every kernel family) of at least
+    :data:`SLOT_ORDER_MIN_BYTES`, and the register kernel of
     narrow heads (its products path, ``SEG <`` :data:`WIDE_HEAD`) where it sums each head's products on its own
     (not :func:`_tree`).
 
@@ -265,7 +275,7 @@ def _slot_order(W, SEG, H):
     (five of them 1.16-1.33x), so it kept the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M
     edges); since the twenty-fourth session that kernel folds its dots as a tree and reads the weights in place (see
     :data:`TREE_SEGS`)."""
-    return H == 1 or (W > 0 and 1 < SEG < WIDE_HEAD and not _tree(W, SEG))
+    return (H == 1 and weight_bytes >= SLOT_ORDER_MIN_BYTES) or (W > 0 and 1 < SEG < WIDE_HEAD and not _tree(W, SEG))
 
 
 #: head widths whose dots the register kernel of :data:`TREE_WIDTH` columns folds across heads (:func:`_tree`),
@@ -583,7 +593,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=N
     if N_src == 0 or H * D == 0 or E == 0:
         return gx.zero_(), torch.zeros(w.shape, dtype=w.dtype)
     W, SEG, CB = _kernel_key(H, D)
-    permuted = eid is not None and _slot_order(W, SEG, H)
+    permuted = eid is not None and _slot_order(W, SEG, H, w.numel() * w.element_size())
     if not permuted:                    # w and its gradient in edge order, reached through eid (None: identity)
         w_k, eid_k = w.contiguous(), eid
     elif eid_inverse is not None:
