@@ -259,9 +259,8 @@ def _slot_order(W, SEG, H, weight_bytes):
     """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` for ``H`` heads takes its weights (``weight_bytes``
     in all) in slot order (moved there and back by :func:`_permute`) rather than reading and writing them at each
     slot's edge id with a software prefetch: one weight per edge (``H == 1``, every kernel family) of at least
-    :data:`SLOT_ORDER_MIN_BYTES`, and the register kernel of
-    narrow heads (its products path, ``SEG <`` :data:`WIDE_HEAD`) where it sums each head's products on its own
-    (not :func:`_tree`).
+    :data:`SLOT_ORDER_MIN_BYTES`, and the register kernel of narrow heads (its products path, ``SEG <``
+    :data:`WIDE_HEAD`) where it sums each head's products on its own (not :func:`_tree`).
 
     In place over slot order (``benchmarks/edge_order.py``, 2 threads): on the 2-core AVX2 AMD EPYC VM of the
     thirty-second to thirty-ninth sessions, ``H = 1`` took 1.03-1.30x on 10M edges (D = 64, 128, 256; fp32 and bf16)
