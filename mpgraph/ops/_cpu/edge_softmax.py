@@ -24,8 +24,11 @@ rounds once to the output format. The last partial vector of a row uses masked
 loads and stores, and the lanes of one head are combined by a butterfly of
 shuffles (a few instructions per row). Other ``H``, and fp64 (``np.exp``),
 walk the block in steps of ``L`` values (a multiple of ``H``) with per-lane
-partial results; scattered edges (``eid`` given) are gathered edge by edge
-with the heads as the inner loop.
+partial results. Scattered edges (``eid`` given) with one head are gathered
+into the scratch with scalar loads, take the same 16-lane passes there and
+are stored back one by one (:data:`GATHERED_HEADS`); more heads read and
+write each edge with one masked ``H``-lane step; the scalar walks take the
+heads as the inner loop.
 
 Backward: ``grad_x = s * (g - sum_{e' -> v} s_{e'} g_{e'})`` in two passes (16 lanes
 at a time under the same conditions).
@@ -545,6 +548,24 @@ def _forward_rows_lanes(r_begin, r_end, indptr, x, out, H):
             _forward_row_lanes(base, n, x, out, H, ex, False)
 
 
+@njit(inline="always")
+def _backward_row_lanes(base, n, s, g, out, H, a):
+    """One contiguous row ``[base, base + n)`` in 16-lane steps: the row sums of ``s * g`` (in ``a``), then the
+    gradient ``s * (g - a)`` (``out`` may be ``s`` itself: each step reads its lanes before writing them)."""
+    full = n - n % LANES
+    rem = n - full
+    _lanes_fill(a, 0.0)
+    for i in range(0, full, LANES):
+        _lanes_dot(a, s, g, base + i, LANES)
+    if rem > 0:
+        _lanes_dot(a, s, g, base + full, rem)
+    _heads_sum(a, H)
+    for i in range(0, full, LANES):
+        _lanes_grad(out, s, g, base + i, LANES, a)
+    if rem > 0:
+        _lanes_grad(out, s, g, base + full, rem, a)
+
+
 @njit
 def _backward_rows_lanes(r_begin, r_end, indptr, s, g, out, H):
     """Rows whose edges are contiguous, in 16-lane steps: the row sums of ``s * g``, then the gradient."""
@@ -552,24 +573,64 @@ def _backward_rows_lanes(r_begin, r_end, indptr, s, g, out, H):
     for r in range(r_begin, r_end):
         base = raw_get(indptr, r) * H
         n = raw_get(indptr, r + 1) * H - base
-        if n == 0:
-            continue
-        full = n - n % LANES
-        rem = n - full
-        _lanes_fill(a, 0.0)
-        for i in range(0, full, LANES):
-            _lanes_dot(a, s, g, base + i, LANES)
-        if rem > 0:
-            _lanes_dot(a, s, g, base + full, rem)
-        _heads_sum(a, H)
-        for i in range(0, full, LANES):
-            _lanes_grad(out, s, g, base + i, LANES, a)
-        if rem > 0:
-            _lanes_grad(out, s, g, base + full, rem, a)
+        if n > 0:
+            _backward_row_lanes(base, n, s, g, out, H, a)
 
 
 #: edges ahead whose logits a scattered-row pass prefetches
 SCATTER_PREFETCH = 16
+#: head counts up to which scattered rows (``eid`` given) are gathered with scalar loads into a contiguous row,
+#: run through the contiguous path's 16-lane passes and stored back with scalar stores, rather than read and
+#: written one masked 16-lane step per edge (masked stores are slow on AMD's cores). Measured on the AVX2 AMD
+#: EPYC VM (the guide's GAT graph, reddit-like at scale 0.01: 1.14M edges in random order; the kernels alone,
+#: medians of 15, fortieth session): one head, forward 4.1-4.7 ms against 6.4-8.0, backward 5.5-6.6 against
+#: 8.8-11.0 (fp32 and bf16); 2, 4 and 8 heads were mixed (bf16 forward with 2 heads 10.7-11.1 against 7.1-7.5
+#: ms, fp32 backward with 8 heads 17.5-18.5 against 13.1), so they keep the masked steps
+GATHERED_HEADS = 1
+
+
+@njit(inline="always")
+def _gather_row(k0, k1, eid, x, H, ex, y, ey, out):
+    """The ``H`` values of each of the row's edges ``k0 : k1`` (scattered, ``eid`` given) in ``x``, widened into
+    the row's contiguous place ``ex[(k - k0) * H:]`` with scalar loads, and likewise ``y``'s into ``ey`` unless
+    ``y`` is empty; the edges :data:`SCATTER_PREFETCH` ahead are prefetched in ``x``, ``y`` and ``out`` (which
+    :func:`_scatter_row` writes at the same places)."""
+    last = eid.size - 1
+    two = y.size > 0
+    for k in range(k0, k1):
+        ahead = raw_get(eid, min(k + SCATTER_PREFETCH, last)) * H
+        prefetch(x, ahead)
+        if two:
+            prefetch(y, ahead)
+        prefetch(out, ahead)
+        b = raw_get(eid, k) * H
+        j = (k - k0) * H
+        for t in range(H):
+            ex[j + t] = to_acc(ex, load(x, b + t))
+        if two:
+            for t in range(H):
+                ey[j + t] = to_acc(ey, load(y, b + t))
+
+
+@njit(inline="always")
+def _scatter_row(k0, k1, eid, out, H, ex):
+    """``ex``'s contiguous row back to each edge's own ``H`` places in ``out``, rounded once, with scalar stores."""
+    for k in range(k0, k1):
+        b = raw_get(eid, k) * H
+        j = (k - k0) * H
+        for t in range(H):
+            store(out, b + t, ex[j + t])
+
+
+@njit(inline="always")
+def _forward_row_gathered(k0, k1, eid, x, out, H, ex):
+    """One row whose edges are scattered (``eid`` given; one head, fp32 accumulator, the row's ``k1 - k0``
+    values fit ``ex``): the edges' logits are gathered with scalar loads into the row's contiguous place in
+    ``ex``, the contiguous path's 16-lane passes run there (so the results are its results, bit for bit), and
+    each result is stored back to its edge with a scalar store (see :data:`GATHERED_HEADS`)."""
+    _gather_row(k0, k1, eid, x, H, ex, x[:0], ex, out)
+    _forward_row_lanes(0, (k1 - k0) * H, ex, ex, H, ex, True)
+    _scatter_row(k0, k1, eid, out, H, ex)
 
 
 @njit(inline="always")
@@ -611,7 +672,9 @@ def _forward_rows_lanes_eid(r_begin, r_end, indptr, eid, x, out, H):
         k1 = raw_get(indptr, r + 1)
         if k1 == k0:
             continue
-        if (k1 - k0) * H <= EXP_SCRATCH:
+        if (k1 - k0) * H <= EXP_SCRATCH and H <= GATHERED_HEADS:
+            _forward_row_gathered(k0, k1, eid, x, out, H, ex)
+        elif (k1 - k0) * H <= EXP_SCRATCH:
             _forward_row_lanes_eid(k0, k1, eid, x, out, H, ex)
         else:
             _forward_row(k0, k1, eid, x, out, H, m, z, ex, False)
@@ -619,13 +682,26 @@ def _forward_rows_lanes_eid(r_begin, r_end, indptr, eid, x, out, H):
 
 @njit
 def _backward_rows_lanes_eid(r_begin, r_end, indptr, eid, s, g, out, H):
-    """Rows whose edges are scattered, one masked ``H``-lane step per edge: the row sums of ``s * g``
-    (edges ahead prefetched), then the gradient (the row's edges are in cache by then)."""
+    """Rows whose edges are scattered. One head (:data:`GATHERED_HEADS`): ``s`` and ``g`` gathered into two
+    contiguous rows, the contiguous path's 16-lane passes over them (its results, bit for bit), the gradient
+    stored back to each edge (as :func:`_forward_row_gathered`). More heads, and rows of more than
+    :data:`EXP_SCRATCH` values: one masked ``H``-lane step per edge, the row sums of ``s * g`` (edges ahead
+    prefetched), then the gradient (the row's edges are in cache by then)."""
+    sr = alloc_acc(out, EXP_SCRATCH + LANES)
+    gr = alloc_acc(out, EXP_SCRATCH + LANES)
     a = stack_acc(out, LANES)
     last = eid.size - 1
     for r in range(r_begin, r_end):
         k0 = raw_get(indptr, r)
         k1 = raw_get(indptr, r + 1)
+        n = (k1 - k0) * H
+        if n == 0:
+            continue
+        if n <= EXP_SCRATCH and H <= GATHERED_HEADS:
+            _gather_row(k0, k1, eid, s, H, sr, g, gr, out)
+            _backward_row_lanes(0, n, sr, gr, sr, H, a)
+            _scatter_row(k0, k1, eid, out, H, sr)
+            continue
         _lanes_fill(a, 0.0)
         for k in range(k0, k1):
             ahead = raw_get(eid, min(k + SCATTER_PREFETCH, last)) * H
