@@ -2,9 +2,9 @@
 (``eid=None``) and scattered (``eid`` a permutation).
 
 Heads that divide 16 with an fp32 accumulator take the 16-lane vector passes (explicit LLVM vectors,
-masked loads and stores for a row's last partial step, a shuffle butterfly per head; with ``eid``, one
-masked ``H``-lane load and store per edge, or for one head the row gathered into a contiguous scratch and
-stored back); other head counts and fp64 take the scalar walks. These tests
+masked loads and stores for a row's last partial step, a shuffle butterfly per head; with ``eid``, each
+row copied into contiguous scratch rows and back, hubs with one masked ``H``-lane step per edge); other head
+counts and fp64 take the scalar walks. These tests
 cover both, with row lengths around every multiple of 16 values, empty rows, a hub longer than the exp
 scratch, all -inf heads and mixed dtypes.
 """
@@ -158,25 +158,26 @@ def test_hub_longer_than_scratch_and_extremes(H, order):
             assert not bool(s[100_000:100_005, 0].isnan().any())
 
 
+@pytest.mark.parametrize("H", [1, 2, 4, 16])
 @pytest.mark.parametrize("dtypes", [(F32, F32), (BF16, BF16), (F16, F16), (BF16, F32), (F16, BF16)],
                          ids=["f32", "bf16", "f16", "bf16-f32", "f16-bf16"])
-def test_one_head_scattered_rows_equal_the_contiguous_path(dtypes):
-    """With one head, scattered rows are gathered into the scratch and take the contiguous path's passes, so
-    both orders give the same bits, forward and backward; a hub beyond the scratch (scalar or masked steps per
-    edge) still matches float64."""
+def test_scattered_rows_equal_the_contiguous_path(H, dtypes):
+    """Scattered rows are copied into scratch rows and take the contiguous path's passes, so both orders give
+    the same bits, forward and backward; a hub beyond the scratch (scalar or masked steps per edge) still
+    matches float64."""
     src, dst = dtypes
-    for degrees in (DEGREES * 3, [100_000, 5, 0, 19]):
+    for degrees in (DEGREES * 3, [100_000 // H, 5, 0, 19]):
         indptr = _indptr(degrees)
         E = int(indptr[-1])
         gen = torch.Generator().manual_seed(E)
-        x = (torch.randn(E, 1, generator=gen, dtype=F64) * 6).to(src)
-        g = torch.randn(E, 1, generator=gen, dtype=F64).to(src)
+        x = (torch.randn(E, H, generator=gen, dtype=F64) * 6).to(src)
+        g = torch.randn(E, H, generator=gen, dtype=F64).to(src)
         slots, scattered = _Order("slots", E), _Order("eid", E, seed=E)
         s = slots.forward(indptr, x, out_dtype=dst)
         grad = slots.backward(indptr, s, g, out_dtype=dst)
         s_eid = scattered.forward(indptr, x, out_dtype=dst)
         grad_eid = scattered.backward(indptr, s, g, out_dtype=dst)
-        if max(degrees) <= 16384:
+        if max(degrees) * H <= 16384:
             assert torch.equal(s_eid, s) and torch.equal(grad_eid, grad)
         assert_close(s_eid, _ref_forward(indptr, x), dst)
         assert_close(grad_eid, _ref_backward(indptr, s, g), dst)

@@ -24,11 +24,11 @@ rounds once to the output format. The last partial vector of a row uses masked
 loads and stores, and the lanes of one head are combined by a butterfly of
 shuffles (a few instructions per row). Other ``H``, and fp64 (``np.exp``),
 walk the block in steps of ``L`` values (a multiple of ``H``) with per-lane
-partial results. Scattered edges (``eid`` given) with one head are gathered
-into the scratch with scalar loads, take the same 16-lane passes there and
-are stored back one by one (:data:`GATHERED_HEADS`); more heads read and
-write each edge with one masked ``H``-lane step; the scalar walks take the
-heads as the inner loop.
+partial results. With scattered edges (``eid`` given) each row's values are
+first copied into contiguous scratch rows, the same 16-lane passes run there,
+and the results are copied back to each edge (hub rows longer than the
+scratch: the backward takes one masked ``H``-lane step per edge, the forward
+the scalar walk); the scalar walks take the heads as the inner loop.
 
 Backward: ``grad_x = s * (g - sum_{e' -> v} s_{e'} g_{e'})`` in two passes (16 lanes
 at a time under the same conditions).
@@ -44,7 +44,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ._core import (SOURCE_HASH, acc_exp, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds,
-                    element_ptr, empty_out, index_view, kernel_view, load, num_threads, prefetch, raw_get, run_parallel,
+                    element_ptr, empty_out, index_view, kernel_view, load, num_threads, prefetch, raw_get, raw_set,
+                    run_parallel,
                     stack_acc, store, to_acc)
 from ._layout import check_float, check_index, check_out_dtype, needs_fp64_pass
 
@@ -579,22 +580,14 @@ def _backward_rows_lanes(r_begin, r_end, indptr, s, g, out, H):
 
 #: edges ahead whose logits a scattered-row pass prefetches
 SCATTER_PREFETCH = 16
-#: head counts up to which scattered rows (``eid`` given) are gathered with scalar loads into a contiguous row,
-#: run through the contiguous path's 16-lane passes and stored back with scalar stores, rather than read and
-#: written one masked 16-lane step per edge (masked stores are slow on AMD's cores). Measured on the AVX2 AMD
-#: EPYC VM (the guide's GAT graph, reddit-like at scale 0.01: 1.14M edges in random order; the kernels alone,
-#: medians of 15, fortieth session): one head, forward 4.1-4.7 ms against 6.4-8.0, backward 5.5-6.6 against
-#: 8.8-11.0 (fp32 and bf16); 2, 4 and 8 heads were mixed (bf16 forward with 2 heads 10.7-11.1 against 7.1-7.5
-#: ms, fp32 backward with 8 heads 17.5-18.5 against 13.1), so they keep the masked steps
-GATHERED_HEADS = 1
 
 
 @njit(inline="always")
-def _gather_row(k0, k1, eid, x, H, ex, y, ey, out):
-    """The ``H`` values of each of the row's edges ``k0 : k1`` (scattered, ``eid`` given) in ``x``, widened into
-    the row's contiguous place ``ex[(k - k0) * H:]`` with scalar loads, and likewise ``y``'s into ``ey`` unless
-    ``y`` is empty; the edges :data:`SCATTER_PREFETCH` ahead are prefetched in ``x``, ``y`` and ``out`` (which
-    :func:`_scatter_row` writes at the same places)."""
+def _gather_row(k0, k1, eid, x, H, xr, y, yr, out):
+    """The ``H`` elements of each of the row's edges ``k0 : k1`` (scattered, ``eid`` given) in ``x``, copied as
+    they are into the row's contiguous place ``xr[(k - k0) * H:]`` (an array of ``x``'s dtype), and likewise
+    ``y``'s into ``yr`` unless ``y`` is empty; the edges :data:`SCATTER_PREFETCH` ahead are prefetched in ``x``,
+    ``y`` and ``out`` (which :func:`_scatter_row` writes at the same places)."""
     last = eid.size - 1
     two = y.size > 0
     for k in range(k0, k1):
@@ -605,59 +598,49 @@ def _gather_row(k0, k1, eid, x, H, ex, y, ey, out):
         prefetch(out, ahead)
         b = raw_get(eid, k) * H
         j = (k - k0) * H
+        if H == 1:      # one element: no loop (a loop of runtime length costs its set-up per edge)
+            raw_set(xr, j, raw_get(x, b))
+            if two:
+                raw_set(yr, j, raw_get(y, b))
+            continue
         for t in range(H):
-            ex[j + t] = to_acc(ex, load(x, b + t))
+            raw_set(xr, j + t, raw_get(x, b + t))
         if two:
             for t in range(H):
-                ey[j + t] = to_acc(ey, load(y, b + t))
+                raw_set(yr, j + t, raw_get(y, b + t))
 
 
 @njit(inline="always")
-def _scatter_row(k0, k1, eid, out, H, ex):
-    """``ex``'s contiguous row back to each edge's own ``H`` places in ``out``, rounded once, with scalar stores."""
+def _scatter_row(k0, k1, eid, out, H, orow):
+    """The contiguous row ``orow`` (of ``out``'s dtype) back to each edge's own ``H`` places in ``out``."""
     for k in range(k0, k1):
         b = raw_get(eid, k) * H
         j = (k - k0) * H
+        if H == 1:
+            raw_set(out, b, raw_get(orow, j))
+            continue
         for t in range(H):
-            store(out, b + t, ex[j + t])
+            raw_set(out, b + t, raw_get(orow, j + t))
 
 
 @njit(inline="always")
-def _forward_row_gathered(k0, k1, eid, x, out, H, ex):
-    """One row whose edges are scattered (``eid`` given; one head, fp32 accumulator, the row's ``k1 - k0``
-    values fit ``ex``): the edges' logits are gathered with scalar loads into the row's contiguous place in
-    ``ex``, the contiguous path's 16-lane passes run there (so the results are its results, bit for bit), and
-    each result is stored back to its edge with a scalar store (see :data:`GATHERED_HEADS`)."""
-    _gather_row(k0, k1, eid, x, H, ex, x[:0], ex, out)
-    _forward_row_lanes(0, (k1 - k0) * H, ex, ex, H, ex, True)
-    _scatter_row(k0, k1, eid, out, H, ex)
-
-
-@njit(inline="always")
-def _forward_row_lanes_eid(k0, k1, eid, x, out, H, ex):
+def _forward_row_gathered(k0, k1, eid, x, out, H, ex, xr, orow):
     """One row whose edges are scattered (``eid`` given; ``H`` divides 16, fp32 accumulator, the row's
-    ``(k1 - k0) * H`` values fit ``ex``): each edge's ``H`` logits are read once, with a masked load, into
-    the row's contiguous place in ``ex`` (the max taken on the way; edges ahead prefetched), the
-    exponentials are the 16-lane pass of the contiguous path over ``ex``, and each edge's ``H`` results are
-    written back to its own place with a masked store."""
-    m = stack_acc(out, LANES)
-    z = stack_acc(out, LANES)
-    _lanes_fill(m, -np.inf)
-    _lanes_fill(z, 0.0)
-    last = eid.size - 1
-    for k in range(k0, k1):
-        ahead = raw_get(eid, min(k + SCATTER_PREFETCH, last)) * H
-        prefetch(x, ahead)
-        prefetch(out, ahead)
-        # lanes 0..H-1 are the edge's heads; the -inf written past them is overwritten by the next edge
-        _lanes_max(m, x, raw_get(eid, k) * H, H, ex, (k - k0) * H)
-    _heads_max(m, H)
-    n = (k1 - k0) * H
-    for i in range(0, n, LANES):
-        _lanes_exp(z, m, ex, i, min(LANES, n - i), ex, i)
-    _heads_sum(z, H)
-    for k in range(k0, k1):
-        _lanes_div(out, raw_get(eid, k) * H, H, ex, (k - k0) * H, z)
+    ``(k1 - k0) * H`` values fit the scratch rows): the edges' logits are copied into the contiguous row ``xr``,
+    the contiguous path runs from it into ``orow`` (so the results are its results, bit for bit), and each
+    edge's ``H`` results are copied back to its place.
+
+    Until the fortieth session each edge's ``H`` logits were read with a 16-lane masked load and its results
+    written with a masked store, which are slow on AMD's cores. Measured on the AVX2 AMD EPYC VM (the guide's
+    GAT graph, reddit-like at scale 0.01: 1.14M edges numbered in random order; the kernels alone, medians of
+    15, alternating rounds, fp32 and bf16): forward with 1 head 3.2-3.9 ms against 6.3-8.4 for the masked
+    steps, 2 heads 4.4-6.0 against 7.5-10.2, 4 heads 6.5-7.9 against 9.7-13.3, 8 heads 9.2-11.8 against
+    13.5-17.1; backward 3.9-5.0 / 5.8-8.4 / 8.0-9.2 / 9.3-12.1 ms against 8.5-11.2 / 11.7-13.1 / 14.0-20.8 /
+    15.2-18.3. (One head gathered and widened into the fp32 scratch, the first version of this change, ran its
+    forward in 2.2-3.5 ms and its backward in 3.6-6.2: not enough to keep a second route.)"""
+    _gather_row(k0, k1, eid, x, H, xr, x[:0], xr, out)
+    _forward_row_lanes(0, (k1 - k0) * H, xr, orow, H, ex, True)
+    _scatter_row(k0, k1, eid, out, H, orow)
 
 
 @njit
@@ -665,6 +648,8 @@ def _forward_rows_lanes_eid(r_begin, r_end, indptr, eid, x, out, H):
     """Rows whose edges are scattered, 16-lane steps; hub rows that do not fit the scratch take the scalar
     :func:`_forward_row`."""
     ex = alloc_acc(out, EXP_SCRATCH + LANES)
+    xr = np.empty(EXP_SCRATCH + LANES, x.dtype)
+    orow = np.empty(EXP_SCRATCH + LANES, out.dtype)
     m = alloc_acc(out, H)
     z = alloc_acc(out, H)
     for r in range(r_begin, r_end):
@@ -672,23 +657,22 @@ def _forward_rows_lanes_eid(r_begin, r_end, indptr, eid, x, out, H):
         k1 = raw_get(indptr, r + 1)
         if k1 == k0:
             continue
-        if (k1 - k0) * H <= EXP_SCRATCH and H <= GATHERED_HEADS:
-            _forward_row_gathered(k0, k1, eid, x, out, H, ex)
-        elif (k1 - k0) * H <= EXP_SCRATCH:
-            _forward_row_lanes_eid(k0, k1, eid, x, out, H, ex)
+        if (k1 - k0) * H <= EXP_SCRATCH:
+            _forward_row_gathered(k0, k1, eid, x, out, H, ex, xr, orow)
         else:
             _forward_row(k0, k1, eid, x, out, H, m, z, ex, False)
 
 
 @njit
 def _backward_rows_lanes_eid(r_begin, r_end, indptr, eid, s, g, out, H):
-    """Rows whose edges are scattered. One head (:data:`GATHERED_HEADS`): ``s`` and ``g`` gathered into two
-    contiguous rows, the contiguous path's 16-lane passes over them (its results, bit for bit), the gradient
-    stored back to each edge (as :func:`_forward_row_gathered`). More heads, and rows of more than
-    :data:`EXP_SCRATCH` values: one masked ``H``-lane step per edge, the row sums of ``s * g`` (edges ahead
-    prefetched), then the gradient (the row's edges are in cache by then)."""
-    sr = alloc_acc(out, EXP_SCRATCH + LANES)
-    gr = alloc_acc(out, EXP_SCRATCH + LANES)
+    """Rows whose edges are scattered: ``s`` and ``g`` copied into two contiguous rows, the contiguous path's
+    16-lane passes from them into a third (its results, bit for bit), copied back to each edge (as
+    :func:`_forward_row_gathered`). Rows of more than :data:`EXP_SCRATCH` values (hubs): one masked
+    ``H``-lane step per edge, the row sums of ``s * g`` (edges ahead prefetched), then the gradient (the row's
+    edges are in cache by then)."""
+    sr = np.empty(EXP_SCRATCH + LANES, s.dtype)
+    gr = np.empty(EXP_SCRATCH + LANES, g.dtype)
+    orow = np.empty(EXP_SCRATCH + LANES, out.dtype)
     a = stack_acc(out, LANES)
     last = eid.size - 1
     for r in range(r_begin, r_end):
@@ -697,10 +681,10 @@ def _backward_rows_lanes_eid(r_begin, r_end, indptr, eid, s, g, out, H):
         n = (k1 - k0) * H
         if n == 0:
             continue
-        if n <= EXP_SCRATCH and H <= GATHERED_HEADS:
+        if n <= EXP_SCRATCH:
             _gather_row(k0, k1, eid, s, H, sr, g, gr, out)
-            _backward_row_lanes(0, n, sr, gr, sr, H, a)
-            _scatter_row(k0, k1, eid, out, H, sr)
+            _backward_row_lanes(0, n, sr, gr, orow, H, a)
+            _scatter_row(k0, k1, eid, out, H, orow)
             continue
         _lanes_fill(a, 0.0)
         for k in range(k0, k1):
