@@ -5,8 +5,8 @@ that order (a graph built from edges sorted by destination, as the other benchma
 sits at its slot and each row's values are one contiguous block; a graph built from edges in any other order
 (the reddit-like generator, most edge lists) reaches them through scattered edge ids. This times the public
 ops on both numberings of one graph, round-robin in one process, after checking that they agree: edge softmax
-forward and forward+backward (``--heads``), and the gSDDMM ``u_add_v`` that feeds it in GAT. One JSON line per
-op, heads and dtype, with ``scattered_over_slots``.
+forward and forward+backward (``--heads``), the gSDDMM ``u_add_v`` that feeds it in GAT and the ``copy_e`` sum
+of its backward. One JSON line per op, heads and dtype, with ``scattered_over_slots``.
 
 The default graph is the guide's GAT graph of ``mpgraph bench precision`` (reddit-like at scale 0.01: 2,330
 nodes, 1.14M edges, edges in random order). Usage::
@@ -68,11 +68,13 @@ def main(argv=None):
             logits = torch.randn(E, H, 1, generator=gen).to(dtype)
             el, er = (torch.randn(N, H, 1, generator=gen).to(dtype) for _ in range(2))
             cases = {
-                "edge_softmax": (ops.edge_softmax, (logits,), (logits[order],)),
-                "u_add_v": (ops.u_add_v, (el, er), (el, er)),
+                "edge_softmax": (ops.edge_softmax, (logits,), (logits[order],), True),
+                "u_add_v": (ops.u_add_v, (el, er), (el, er), True),
+                "copy_e_sum": (ops.copy_e_sum, (logits,), (logits[order],), False),
             }
-            for op, (fn, on_scattered, on_slots) in cases.items():
-                a, b = fn(scattered, *on_scattered)[order], fn(slots, *on_slots)
+            for op, (fn, on_scattered, on_slots, per_edge) in cases.items():
+                a, b = fn(scattered, *on_scattered), fn(slots, *on_slots)
+                a = a[order] if per_edge else a
                 torch.testing.assert_close(a.float(), b.float(), rtol=1e-2, atol=1e-6)
                 fns = {"scattered": lambda fn=fn, x=on_scattered: fn(scattered, *x),
                        "slots": lambda fn=fn, x=on_slots: fn(slots, *x)}

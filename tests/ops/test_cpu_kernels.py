@@ -248,6 +248,33 @@ def test_spmm_rows_of_one_pass_take_whole_chunks(dtype):
         assert not one[N - 20:N - 10].any() and one[N - 10].any(), (op, reduce)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_spmm_rows_of_one_column_take_whole_chunks(dtype):
+    """Rows of one column (one value per edge or node: GAT's attention sums of one head) go to the one-column
+    pass a chunk of rows at a time, with its accumulator in a register; the row walk (``whole_rows=False``)
+    sums them in the runtime-width pass. Both must agree bit for bit, and match the float64 formula, for
+    copies, products and quotients with the edge operand as ``(E, 1)`` and ``(E,)``, each reduction without
+    winners, on a graph with a hub, rows without edges and edge ids out of slot order."""
+    gen = torch.Generator().manual_seed(6)
+    N, E = 300, 4000
+    src = torch.randint(0, N, (E,), generator=gen)
+    dst = torch.randint(0, N - 20, (E,), generator=gen)        # the last 20 rows have no edges
+    dst[:500] = 7                                                # a hub
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    assert not torch.equal(eid, torch.arange(E))
+    # each case compiles two kernels (whole and walked), so the ops and reductions take turns
+    cases = [("copy_rhs", None, (1,), "sum"), ("mul", (1,), (), "mean"), ("copy_lhs", (1,), None, "max"),
+             ("div", (1,), (1,), "min")] + ([("add", (1,), (1,), "sum")] if dtype == F32 else [])
+    for op, lshape, rshape, reduce in cases:
+        lhs = None if lshape is None else rand((N,) + lshape, dtype, 1)
+        rhs = None if rshape is None else rand((E,) + rshape, dtype, 2, positive=True)
+        runs = [K.gspmm(op, reduce, indptr, indices, eid, None if lhs is None else lhs.to(dtype),
+                        None if rhs is None else rhs.to(dtype), need_arg=False, whole_rows=whole)[0]
+                for whole in (True, False)]
+        assert runs[0].shape == (N, 1) and torch.equal(runs[0], runs[1]), (op, reduce, rshape)
+        assert_close(runs[0], ref_spmm(op, reduce, src, dst, N, lhs, rhs), dtype)
+
+
 @pytest.mark.parametrize("dtype, heads, reduces", [
     (F32, (6, 16), ("sum", "max")),    # 4 heads per pass, then 2 heads a pass each (runtime width)
     (F32, (8, 8), ("mean", "min")),
@@ -496,6 +523,34 @@ def test_sddmm_copies_store_elements_exactly(dtype):
                       x[src].to(other))
     assert _same_bits(K.gsddmm("copy_rhs", indptr, indices, eid, None, y, "u", "v", out_dtype=other),
                       y[dst].to(other))
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=["f32", "bf16", "f16"])
+def test_sddmm_one_value_per_edge(dtype):
+    """One value per edge and node (GAT's ``u_add_v`` of one head; the kernel's loop without feature loops or
+    prefetch): every elementwise op and copy, every target pair, operands ``(rows,)`` and ``(rows, 1)``,
+    scattered edge ids, bit for bit what torch computes in the same dtype; into another dtype, as torch
+    converts the float32 result."""
+    for case in ("power_law", "multi_edge", "bipartite"):
+        src, dst, n_src, n_dst, (indptr, indices, eid) = csc(case, shuffle=True)
+        rows = {"u": n_src, "v": n_dst, "e": src.numel()}
+        pick = {"u": lambda t, s=src: t[s], "v": lambda t, d=dst: t[d], "e": lambda t: t}
+        for lt, rt in (("u", "v"), ("v", "u"), ("u", "e"), ("e", "v"), ("e", "u"), ("v", "e")):
+            for shape in ((), (1,)):
+                lhs = rand((rows[lt],) + shape, dtype, 1).to(dtype)
+                rhs = rand((rows[rt],) + shape, dtype, 2, positive=True).to(dtype)
+                idx = (indptr, indices, eid)
+                for op in BINARY:
+                    expected = {"add": torch.add, "sub": torch.sub, "mul": torch.mul,
+                                "div": torch.div}[op](pick[lt](lhs), pick[rt](rhs))
+                    out = K.gsddmm(op, *idx, lhs, rhs, lt, rt)
+                    assert out.dtype == dtype and _same_bits(out, expected), (case, lt, rt, op, shape)
+                assert _same_bits(K.gsddmm("copy_lhs", *idx, lhs, None, lt, rt), pick[lt](lhs))
+                assert _same_bits(K.gsddmm("copy_rhs", *idx, None, rhs, lt, rt), pick[rt](rhs))
+                other = F32 if dtype != F32 else BF16
+                out = K.gsddmm("mul", indptr, indices, eid, lhs, rhs, lt, rt, out_dtype=other)
+                expected = (pick[lt](lhs).float() * pick[rt](rhs).float()).to(other)
+                assert out.dtype == other and _same_bits(out, expected)
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
