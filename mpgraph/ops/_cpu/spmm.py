@@ -375,7 +375,7 @@ def _passes(track):
 
 
 _CHUNK, _CHUNK_16 = _make_value_pass(BLOCK, True), _make_value_pass(BLOCK_16, True)
-#: the chunk pass of rows of one column (:func:`_scalar_rows`)
+#: the chunk pass of rows of one column (:func:`_whole_rows`)
 _CHUNK_1 = _make_value_pass(1, True)
 
 
@@ -452,32 +452,27 @@ def takes_whole_rows(layout, need_arg, Fr, B, F, out_dtype):
     return 0
 
 
-@njit
-def _whole_rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, F, Fl, Fr, scalar_rhs, pf_dist):
-    """Rows ``r_begin : r_end`` when one full-width pass covers each (:func:`takes_whole_rows`): one call of the
-    pass for all of them. On the 10M-edge graph (about 10 edges a row) a call per row took 1.17-1.32x this
+@functools.cache
+def _whole_rows(one_column):
+    """Rows ``r_begin : r_end`` when one pass covers each (:func:`takes_whole_rows`): one call of the pass for all of
+    them, the full-width pass for ``out``'s dtype, or with ``one_column`` (``F == 1``) the one-column pass, its
+    accumulator a register. On the 10M-edge graph (about 10 edges a row) a call per row took 1.17-1.32x this
     time in bf16 (D=128), 1.13-1.21x in fp32 (D=64) and 1.03-1.10x in float16 (sum, mean, max, u_mul_e sum;
     ``benchmarks/whole_rows.py``, thirty-eighth session): the call's set-up, and in bf16 the rounding's
-    constants, were paid per row."""
-    k_last = raw_get(indptr, indptr.size - 1) - 1
-    owner = alloc_acc(out, 1)       # the pass's (unused) scratch arguments, passed as they are (not borrowed)
-    owner_slot = np.empty(1, np.int32)
-    _whole_pass(op, reduce, F, 0, r_begin, r_end, indptr, k_last, indices, eid, lhs, rhs, out, owner_slot,
-                owner_slot, F, Fl, Fr, scalar_rhs, 0, pf_dist, owner, owner_slot)
+    constants, were paid per row. Rows of one column walked the runtime-width pass with the accumulator in a
+    scratch row, a call per row: ``copy_e`` sum of one value per edge on the guide's GAT graph (1.14M edges,
+    fp32) took 2.5-2.8 ms against 0.65 ms for a plain loop (fortieth session)."""
+    chunk_pass = _CHUNK_1 if one_column else _whole_pass
 
+    @njit
+    def rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, F, Fl, Fr, scalar_rhs, pf_dist):
+        k_last = raw_get(indptr, indptr.size - 1) - 1
+        owner = alloc_acc(out, 1)       # the pass's (unused) scratch arguments, passed as they are (not borrowed)
+        owner_slot = np.empty(1, np.int32)
+        chunk_pass(op, reduce, F, 0, r_begin, r_end, indptr, k_last, indices, eid, lhs, rhs, out, owner_slot,
+                   owner_slot, F, Fl, Fr, scalar_rhs, 0, pf_dist, owner, owner_slot)
 
-@njit
-def _scalar_rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, F, Fl, Fr, scalar_rhs, pf_dist):
-    """Rows ``r_begin : r_end`` of one column (``F == 1``: :func:`takes_whole_rows` gives 1): one call of the
-    one-column pass for all of them, its accumulator a register. They walked the runtime-width pass with the
-    accumulator in a scratch row, a call per row: ``copy_e`` sum of one value per edge on the guide's GAT graph
-    (1.14M edges, fp32) took 2.5-2.8 ms against 0.65 ms for a plain loop (fortieth session); see
-    :func:`_whole_rows`."""
-    k_last = raw_get(indptr, indptr.size - 1) - 1
-    owner = alloc_acc(out, 1)
-    owner_slot = np.empty(1, np.int32)
-    _CHUNK_1(op, reduce, F, 0, r_begin, r_end, indptr, k_last, indices, eid, lhs, rhs, out, owner_slot, owner_slot, F,
-             Fl, Fr, scalar_rhs, 0, pf_dist, owner, owner_slot)
+    return rows
 
 
 @functools.cache
@@ -680,7 +675,7 @@ def _rows_impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indpt
     kind = layout.literal_value
     if whole.literal_value:
         scalar_rhs = kind == RHS_BLOCK
-        run = _scalar_rows if whole.literal_value == 1 else _whole_rows
+        run = _whole_rows(whole.literal_value == 1)
 
         def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
                  arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
