@@ -9,7 +9,7 @@ round-robin in one process, after checking that they give the same bits. One JSO
 the medians, ``in_place_over_slot_order``, and the route the library takes.
 
 ``--kernels`` answers the other choice of that pass instead: the kernel ``_kernel_key`` picks for the shape
-(register rows, column blocks) against the general row loop, each on the library's weight route, results
+(the register rows) against the general row loop, each on the library's weight route, results
 compared within the dtype's rounding first; ``chosen_over_general`` is the ratio. Usage::
 
     python benchmarks/edge_order.py                                  # uniform graph, N=100k, E=2M
@@ -87,7 +87,7 @@ def main(argv=None):
             if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
                 raise SystemExit(f"{H}x{D} {dname}: the two routes disagree")
             ms = timed({"in_place": lambda: run(False), "slot_order": lambda: run(True)}, args.reps)
-            W, SEG, CB = spmm_backward._kernel_key(H, D)
+            W, SEG = spmm_backward._kernel_key(H, D)
             print(json.dumps({
                 "bench": "edge_order", "graph": args.graph, "N": N, "E": E, "H": H, "D": D, "dtype": dname,
                 "threads": torch.get_num_threads(), "kernel": list(spmm_backward._kernel_key(H, D)),
@@ -102,7 +102,7 @@ def _kernels(args, N, E, H, D, dname, call):
     choose = spmm_backward._kernel_key
 
     def run(general):
-        spmm_backward._kernel_key = (lambda H_, D_: (0, 0, 0)) if general else choose
+        spmm_backward._kernel_key = (lambda H_, D_: (0, 0)) if general else choose
         try:
             return call()
         finally:

@@ -169,8 +169,8 @@ def test_kernels_differing_only_inside_the_row_loop_they_call_have_different_key
     from mpgraph.ops._cpu import scatter, spmm_backward
     keys = [_index_key(scatter._gather_kernel(64, 1, 8, True, True, xrow, vdiv))
             for xrow in (False, True) for vdiv in (False, True)]
-    keys += [_index_key(spmm_backward._kernel(64, 8, 0, div)) for div in (False, True)]
-    keys += [_index_key(spmm_backward._kernel(0, 0, 0, div)) for div in (False, True)]
+    keys += [_index_key(spmm_backward._kernel(64, 8, div)) for div in (False, True)]
+    keys += [_index_key(spmm_backward._kernel(0, 0, div)) for div in (False, True)]
     assert len(set(keys)) == len(keys)
     assert _index_key(scatter._gather_kernel(64, 1, 8, True, True)) == keys[0]
 

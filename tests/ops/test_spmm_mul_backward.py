@@ -115,8 +115,8 @@ def test_folded_head_dots_match_float64_formula(dtype, H, D, case, op, idtype):
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
-    W, SEG, CB = spmm_backward._kernel_key(H, D)
-    assert (W, SEG, CB) == (H * D, D, 0) and spmm_backward._tree(W, SEG)
+    W, SEG = spmm_backward._kernel_key(H, D)
+    assert (W, SEG) == (H * D, D) and spmm_backward._tree(W, SEG)
     assert not spmm_backward._slot_order(W, SEG, H, 1 << 30)  # weights read in place at their edge ids
     index = _index(case, idtype)
     _check_cpu_kernel(index, H, D, dtype, 3 * H + D, op)
@@ -131,7 +131,7 @@ def test_elementwise_register_rows_match_float64_formula(dtype, F, case, op, idt
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
-    assert spmm_backward._kernel_key(F, 1) == (F, 1, 0)
+    assert spmm_backward._kernel_key(F, 1) == (F, 1)
     assert not spmm_backward._slot_order(F, 1, F, 1 << 30)  # weight rows read and written in place
     index = _index(case, idtype)
     _check_cpu_kernel(index, F, 1, dtype, F + 7, op)
@@ -146,61 +146,70 @@ def test_wide_head_rows_match_float64_formula(dtype, H, D, case, op, idtype):
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
-    W, SEG, CB = spmm_backward._kernel_key(H, D)
-    assert (W, SEG, CB) == (H * D, D, 0) and SEG >= spmm_backward.WIDE_HEAD
+    W, SEG = spmm_backward._kernel_key(H, D)
+    assert (W, SEG) == (H * D, D) and SEG >= spmm_backward.WIDE_HEAD
     index = _index(case, idtype)
     _check_cpu_kernel(index, H, D, dtype, H + D, op)
 
 
 def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
     # one weight per edge is the register kernel's single-head case; narrow heads its multi-head case; the
-    # rest the column blocks or the general loop. A key whose head width does not divide the row is refused
+    # rest the general loop. A key whose head width does not divide the row is refused
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
-    assert spmm_backward._kernel_key(1, 64) == (64, 64, 0)
-    assert spmm_backward._kernel_key(1, 128) == (128, 128, 0)
-    assert spmm_backward._kernel_key(8, 8) == (64, 8, 0)
-    assert spmm_backward._kernel_key(16, 8) == (128, 8, 0)
-    assert spmm_backward._kernel_key(2, 32) == (64, 32, 0)        # wide heads: dots in the loop
-    assert spmm_backward._kernel_key(2, 64) == (128, 64, 0)
-    assert spmm_backward._kernel_key(4, 32) == (128, 32, 0)
-    assert spmm_backward._kernel_key(4, 16) == (64, 16, 0)        # heads of 16 on 64: folded dots
-    assert spmm_backward._kernel_key(8, 16) == (0, 0, 0)          # on 128 columns: the general loop
-    assert spmm_backward._kernel_key(1, 32) == (32, 32, 0)        # 32 features
-    assert spmm_backward._kernel_key(4, 8) == (32, 8, 0)
-    assert spmm_backward._kernel_key(8, 4) == (32, 4, 0)
-    assert spmm_backward._kernel_key(2, 16) == (0, 0, 0)
+    assert spmm_backward._kernel_key(1, 64) == (64, 64)
+    assert spmm_backward._kernel_key(1, 128) == (128, 128)
+    assert spmm_backward._kernel_key(8, 8) == (64, 8)
+    assert spmm_backward._kernel_key(16, 8) == (128, 8)
+    assert spmm_backward._kernel_key(2, 32) == (64, 32)        # wide heads: dots in the loop
+    assert spmm_backward._kernel_key(2, 64) == (128, 64)
+    assert spmm_backward._kernel_key(4, 32) == (128, 32)
+    assert spmm_backward._kernel_key(4, 16) == (64, 16)        # heads of 16 on 64: folded dots
+    assert spmm_backward._kernel_key(8, 16) == (0, 0)          # on 128 columns: the general loop
+    assert spmm_backward._kernel_key(1, 32) == (32, 32)        # 32 features
+    assert spmm_backward._kernel_key(4, 8) == (32, 8)
+    assert spmm_backward._kernel_key(8, 4) == (32, 4)
+    assert spmm_backward._kernel_key(2, 16) == (0, 0)
     assert [spmm_backward._tree(W, SEG) for W, SEG in ((64, 8), (64, 16), (64, 4), (128, 8), (128, 16), (32, 8),
                                                         (32, 4))] == [True, True, False, False, False, True, False]
-    assert spmm_backward._kernel_key(1, 256) == (0, 0, 128)
-    assert spmm_backward._kernel_key(1, 96) == (0, 0, 0)
+    assert spmm_backward._kernel_key(1, 256) == (0, 0)
+    assert spmm_backward._kernel_key(2, 128) == (0, 0)
+    assert spmm_backward._kernel_key(1, 96) == (0, 0)
     with pytest.raises(ValueError, match="SEG dividing W"):
-        spmm_backward._kernel(64, 0, 0)
+        spmm_backward._kernel(64, 0)
 
 
 def _fanout_index(idtype):
-    """Source 0 with 700 out-edges (rows of the reversed structure longer than the wide kernel's edge chunk),
-    sources without out-edges, multi-edges."""
+    """Source 0 with 700 out-edges (a long row of the reversed structure), sources without out-edges,
+    multi-edges."""
     gen = torch.Generator().manual_seed(11)
     src = torch.cat([torch.zeros(700, dtype=torch.int64), torch.randint(1, 40, (300,), generator=gen)])
     dst = torch.randint(0, 50, (1000,), generator=gen)
     return Index.from_coo(src.to(idtype), dst.to(idtype), 60, 50)      # sources 40..59: no out-edges
 
 
+def _degrees_index(idtype):
+    """Source ``u`` of 0-10 with ``u`` out-edges (and 11-14 with 4-7 more each, to multi-edged destinations):
+    every remainder of a row's edges taken four at a time, rows of one to three edges, and an empty row."""
+    gen = torch.Generator().manual_seed(13)
+    src = torch.cat([torch.full((u,), u) for u in range(11)] + [torch.full((4 + u,), 11 + u) for u in range(4)])
+    dst = torch.randint(0, 9, (src.numel(),), generator=gen)
+    return Index.from_coo(src.to(idtype), dst.to(idtype), 15, 9)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("H, D", [(1, 256), (2, 128), (1, 384)])
-@pytest.mark.parametrize("case", ["fanout", "power_law", "zero_in_degree"])
+@pytest.mark.parametrize("H, D", [(1, 256), (2, 128), (1, 384), (3, 5), (8, 16)])
+@pytest.mark.parametrize("case", ["fanout", "degrees", "power_law", "zero_in_degree"])
 @pytest.mark.parametrize("op", ["mul", "div"])
-def test_column_blocked_rows_match_float64_formula(dtype, H, D, case, op, idtype):
-    # rows wider than the register kernels, heads a multiple of the column block: the column-blocked
-    # variant, whose dots are summed over a head's blocks and whose prefetch wraps between passes
+def test_general_rows_match_float64_formula(dtype, H, D, case, op, idtype):
+    # shapes without a register kernel (rows wider than them, heads of odd widths): the general loop, whose
+    # heads of D > 1 take a row's edges four at a time and the last one to three alone
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
-    assert spmm_backward._kernel_key(H, D)[2] in spmm_backward.WIDE_BLOCKS
-    assert spmm_backward.WIDE_CHUNK < 700
-    index = _fanout_index(idtype) if case == "fanout" else _index(case, idtype)
+    assert spmm_backward._kernel_key(H, D) == (0, 0)
+    index = {"fanout": _fanout_index, "degrees": _degrees_index}.get(case, lambda i: _index(case, i))(idtype)
     _check_cpu_kernel(index, H, D, dtype, D + H, op)
 
 
@@ -235,7 +244,7 @@ def test_weights_moved_by_inverse_scatter_or_gather_agree():
     from mpgraph.ops._cpu._backend import _csc, _inverse
     from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
 
-    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4)[:2], 16, 0)
+    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4), 16, 0)
     index = _index("power_law", torch.int64)
     indptr, src, eid = _csc(reversed_index(index))
     assert eid is not None                                  # out-edges are not in edge-id order
@@ -253,7 +262,7 @@ def test_weights_moved_by_inverse_scatter_or_gather_agree():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_weights_in_edge_order_or_slot_order_agree(monkeypatch, H, D, dtype, op):
-    """Each kernel family (register rows of one or several heads, general loop, column blocks, elementwise)
+    """Each kernel family (register rows of one or several heads, general loop, elementwise)
     gives the same bits whether it reaches the weights through the edge ids in place or takes them moved
     into slot order, and matches the float64 formula either way."""
     pytest.importorskip("numba")
@@ -444,7 +453,7 @@ def test_row_scale_matches_float64_formula(backend, dtype, case, H, D, op, idtyp
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_row_scale_in_every_cpu_kernel_family(dtype, H, D, op):
     # general loop (elementwise), folded heads, narrow heads in slot order, a wide head's in-loop dots,
-    # elementwise register rows, column blocks, one weight per edge
+    # elementwise register rows, the general loop's wide rows, one weight per edge
     pytest.importorskip("numba")
     _check_row_scale("cpu", _fanout_index(torch.int64) if D == 256 else _index("power_law", torch.int64), H, D,
                      dtype, op, seed=7 * H + D)

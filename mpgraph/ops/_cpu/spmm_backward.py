@@ -61,7 +61,15 @@ PREFETCH_DISTANCE = 16
 
 @functools.cache
 def _make_general_rows(DIV):
-    """The general row loop (runtime ``H`` and ``D``); ``DIV``: ``u_div_e`` (see :func:`mul_sum_backward`)."""
+    """The general row loop (runtime ``H`` and ``D``); ``DIV``: ``u_div_e`` (see :func:`mul_sum_backward`).
+
+    Heads of ``D > 1`` columns take a row's edges four at a time: one pass over the head's columns loads ``x[u]``
+    and the row's accumulator once for four ``G`` rows, and each ``G`` value feeds both its edge's dot and the
+    accumulator (the last one to three edges of a row go one at a time, in the same single pass). Measured
+    against the loop before (a dot pass, then an axpy pass reading ``G``'s row again, one edge at a time):
+    the 1.14M-edge graph of ``mpgraph bench precision``, one head of 256, took 19-22 ms against 28-37 (fp32 and
+    bf16); two heads of 128 there 24-27 against 35-38; on 100k nodes and 2M edges, heads (8, 16) and (3, 24)
+    0.65-0.9x and one head of 256 (beyond the cache) within noise (2 threads, AVX2 VM, forty-first session)."""
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, acc, scale, H, D, pf_dist, pf_lines, pf_step):
@@ -78,15 +86,19 @@ def _make_general_rows(DIV):
             xb = r * F
             for j in range(F):                      # [F] accumulator of gx[r]
                 acc[j] = zero
-            for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
-                if pf_dist > 0 and k + pf_dist < E_end:   # G's row pf_dist slots ahead (written out here: a
-                    vp = raw_get(indices, k + pf_dist) * F  # helper taking arrays costs NRT calls per edge)
-                    for t in range(pf_lines):
-                        prefetch(G, vp + t * pf_step)
-                    if use_eid:
-                        _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
-                    if use_scale:
-                        prefetch(scale, raw_get(indices, k + pf_dist))
+            k = raw_get(indptr, r)
+            k_end = raw_get(indptr, r + 1)
+            while k < k_end:
+                n = 4 if D > 1 and k + 4 <= k_end else 1
+                for kq in range(k + pf_dist, k + pf_dist + n):
+                    if pf_dist > 0 and kq < E_end:  # G's row pf_dist slots ahead (written out here: a helper
+                        vp = raw_get(indices, kq) * F   # taking arrays costs NRT calls per edge)
+                        for t in range(pf_lines):
+                            prefetch(G, vp + t * pf_step)
+                        if use_eid:
+                            _prefetch_edge(w, gw, raw_get(eid, kq) * H)
+                        if use_scale:
+                            prefetch(scale, raw_get(indices, kq))
                 v = raw_get(indices, k)
                 gb = v * F
                 eb = edge_of(eid, use_eid, k) * H
@@ -97,17 +109,50 @@ def _make_general_rows(DIV):
                         wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
                         store(gw, eb + h, _weight_grad(DIV, g * to_acc(gx, load(x, xb + h)), wv))
                         acc[h] += g * wv
-                    continue
-                for h in range(H):
-                    hb = h * D
-                    dot = zero
-                    for d in range(D):              # [D] reduction; G's row is in L1 for the next loop
-                        dot += to_acc(gx, load(G, gb + hb + d)) * to_acc(gx, load(x, xb + hb + d))
-                    wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
-                    store(gw, eb + h, _weight_grad(DIV, dot * sc, wv))
-                    ws = wv * sc
-                    for d in range(D):              # [D] axpy into the row's accumulator
-                        acc[hb + d] += to_acc(gx, load(G, gb + hb + d)) * ws
+                elif n == 1:
+                    for h in range(H):
+                        hb = h * D
+                        wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
+                        ws = wv * sc
+                        dot = zero
+                        for d in range(D):          # [D] the dot and the axpy in one pass over G's row
+                            g = to_acc(gx, load(G, gb + hb + d))
+                            dot += g * to_acc(gx, load(x, xb + hb + d))
+                            acc[hb + d] += g * ws
+                        store(gw, eb + h, _weight_grad(DIV, dot * sc, wv))
+                else:                               # slots k .. k + 3
+                    v1, v2, v3 = raw_get(indices, k + 1), raw_get(indices, k + 2), raw_get(indices, k + 3)
+                    gb1, gb2, gb3 = v1 * F, v2 * F, v3 * F
+                    eb1 = edge_of(eid, use_eid, k + 1) * H
+                    eb2 = edge_of(eid, use_eid, k + 2) * H
+                    eb3 = edge_of(eid, use_eid, k + 3) * H
+                    sc1 = _row_scale(scale, use_scale, v1, one)
+                    sc2 = _row_scale(scale, use_scale, v2, one)
+                    sc3 = _row_scale(scale, use_scale, v3, one)
+                    for h in range(H):
+                        hb = h * D
+                        wv = _factor(DIV, one, to_acc(gx, load(w, eb + h)))
+                        wv1 = _factor(DIV, one, to_acc(gx, load(w, eb1 + h)))
+                        wv2 = _factor(DIV, one, to_acc(gx, load(w, eb2 + h)))
+                        wv3 = _factor(DIV, one, to_acc(gx, load(w, eb3 + h)))
+                        ws, ws1, ws2, ws3 = wv * sc, wv1 * sc1, wv2 * sc2, wv3 * sc3
+                        dot, dot1, dot2, dot3 = zero, zero, zero, zero
+                        for d in range(D):          # [D] four dots and one axpy of four terms
+                            xv = to_acc(gx, load(x, xb + hb + d))
+                            g = to_acc(gx, load(G, gb + hb + d))
+                            g1 = to_acc(gx, load(G, gb1 + hb + d))
+                            g2 = to_acc(gx, load(G, gb2 + hb + d))
+                            g3 = to_acc(gx, load(G, gb3 + hb + d))
+                            dot += g * xv
+                            dot1 += g1 * xv
+                            dot2 += g2 * xv
+                            dot3 += g3 * xv
+                            acc[hb + d] += (g * ws + g1 * ws1) + (g2 * ws2 + g3 * ws3)
+                        store(gw, eb + h, _weight_grad(DIV, dot * sc, wv))
+                        store(gw, eb1 + h, _weight_grad(DIV, dot1 * sc1, wv1))
+                        store(gw, eb2 + h, _weight_grad(DIV, dot2 * sc2, wv2))
+                        store(gw, eb3 + h, _weight_grad(DIV, dot3 * sc3, wv3))
+                k += n
             for j in range(F):
                 store(gx, xb + j, acc[j])
 
@@ -256,7 +301,7 @@ SLOT_ORDER_MIN_BYTES = 3 << 20
 
 
 def _slot_order(W, SEG, H, weight_bytes):
-    """Whether the kernel of :func:`_kernel_key` ``(W, SEG, _)`` for ``H`` heads takes its weights (``weight_bytes``
+    """Whether the kernel of :func:`_kernel_key` ``(W, SEG)`` for ``H`` heads takes its weights (``weight_bytes``
     in all) in slot order (moved there and back by :func:`_permute`) rather than reading and writing them at each
     slot's edge id with a software prefetch: one weight per edge (``H == 1``, every kernel family) of at least
     :data:`SLOT_ORDER_MIN_BYTES`, and the register kernel of narrow heads (its products path, ``SEG <``
@@ -299,103 +344,14 @@ def _tree(W, SEG):
     return (W == TREE_WIDTH and SEG in TREE_SEGS) or (W, SEG) in TREE_SHAPES
 
 
-#: edges per chunk of the column-blocked kernel (:func:`_make_wide_rows`): the chunk's per-head dot partials
-#: wait in the thread's scratch while the row's column blocks pass over it
-WIDE_CHUNK = 256
-
-
-@functools.cache
-def _make_wide_rows(CB, DIV):
-    """Rows wider than the register kernels, in column blocks of ``CB`` (a compile-time constant dividing
-    ``D``, so each block lies inside one head). The general row loop reads each gathered ``G`` row twice per
-    head from memory and keeps the accumulator there; here a block's accumulator and widened ``x`` slice are
-    stack arrays (vector registers), as in the forward's column passes. Per chunk of :data:`WIDE_CHUNK` edges
-    the blocks run in turn; each edge's dot is summed over its head's blocks in ``scratch[F:]`` (fp32) and
-    rounded once, and the row's accumulator ``scratch[:F]`` carries each block across chunks. ``pf_lines`` (the
-    whole row's, of the shared row signature) is unused: a pass prefetches one block."""
-
-    @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
-    def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, scale, H, D, pf_dist, pf_lines,
-             pf_step):
-        F = H * D
-        accb = stack_acc(gx, CB)                    # [CB] one block of gx[r]
-        xr = stack_acc(gx, CB)                      # [CB] the block of x[r] in the accumulator type
-        zero = acc_zero(gx)
-        one = to_acc(gx, 1.0)
-        E_end = raw_get(indptr, indptr.size - 1)
-        n_lines = (CB + pf_step - 1) // pf_step
-        use_eid = eid.size > 0
-        use_scale = scale.size > 0
-        for r in range(r_begin, r_end):
-            xb = r * F
-            k0 = raw_get(indptr, r)
-            k1 = raw_get(indptr, r + 1)
-            for j in range(F):
-                scratch[j] = zero
-            for kc in range(k0, k1, WIDE_CHUNK):
-                ke = min(kc + WIDE_CHUNK, k1)
-                for col in range(0, F, CB):
-                    h = col // D
-                    first = col - h * D == 0            # the head's first block writes its dots, later add
-                    for j in range(CB):
-                        accb[j] = scratch[col + j]
-                        xr[j] = to_acc(gx, load(x, xb + col + j))
-                    for k in range(kc, ke):
-                        if pf_dist > 0:             # the block pf_dist edges ahead in this pass's order:
-                            kt = k + pf_dist        # past the chunk's end, the next block's first edges
-                            ct = col                # (or the next chunk's, or row's, at column 0)
-                            if kt >= ke:
-                                if col + CB < F:
-                                    kt = min(kc + (kt - ke), ke - 1)
-                                    ct = col + CB
-                                else:
-                                    ct = 0
-                            if kt < E_end:
-                                vp = raw_get(indices, kt) * F + ct
-                                for t in range(n_lines):
-                                    prefetch(G, vp + t * pf_step)
-                            if col == 0 and k + pf_dist < E_end:    # the first pass brings the edge's
-                                if use_eid:                         # weights (and row scale) in
-                                    _prefetch_edge(w, gw, raw_get(eid, k + pf_dist) * H)
-                                if use_scale:
-                                    prefetch(scale, raw_get(indices, k + pf_dist))
-                        v = raw_get(indices, k)
-                        gb = v * F + col
-                        eb = edge_of(eid, use_eid, k) * H
-                        sc = _row_scale(scale, use_scale, v, one)
-                        ws = _factor(DIV, one, to_acc(gx, load(w, eb + h))) * sc
-                        dot = zero
-                        for j in range(CB):             # [CB]: one G element feeds both products
-                            g = to_acc(gx, load(G, gb + j))
-                            accb[j] += g * ws
-                            dot += g * xr[j]
-                        dot *= sc                       # a scaled partial: the head's dot sums them
-                        q = F + (k - kc) * H + h
-                        if first:
-                            scratch[q] = dot
-                        else:
-                            scratch[q] += dot
-                    for j in range(CB):
-                        scratch[col + j] = accb[j]
-                for k in range(kc, ke):
-                    eb = edge_of(eid, use_eid, k) * H
-                    for hh in range(H):
-                        dot = scratch[F + (k - kc) * H + hh]
-                        if DIV:                     # only the quotient's gradient reads the weight again
-                            dot = _weight_grad(DIV, dot, _factor(DIV, one, to_acc(gx, load(w, eb + hh))))
-                        store(gw, eb + hh, dot)
-            for j in range(F):
-                store(gx, xb + j, scratch[j])
-
-    return rows
-
-
 #: head width from which the register kernel reduces each head's dot in its loop (narrower heads go through
 #: a products array)
 WIDE_HEAD = 32
 
 #: row widths with a register-resident kernel (``H = 1``, or heads of :data:`HEAD_SEGS` columns); other shapes
-#: take the column-blocked kernel when a :data:`WIDE_BLOCKS` width divides ``D``, else the general row loop.
+#: take the general row loop. (Rows of heads a multiple of 128 columns had a column-blocked kernel from the
+#: fifteenth to the fortieth session; the general loop's four-edge pass took 0.55-0.65x its time on the
+#: 1.14M-edge graph, (1, 256) and (2, 128), and 0.9-1.07x on 100k nodes beyond the cache, so it went.)
 #: 32 since the twenty-eighth session, against the general loop (uniform graph, 2M edges, 2 threads, fp32 and
 #: bf16, ``u_mul_e``/``u_div_e`` sum, one in-process round of 7 reps): one weight per edge 0.78-0.83x, 8 heads of
 #: 4 0.56-0.69x, 16 heads of 2 0.55-0.74x, elementwise (E, 32) 0.95-1.01x, 4 heads of 8 0.98-1.05x (0.84-0.86x
@@ -411,49 +367,33 @@ BLOCK_WIDTHS = (32, 64, 128)
 HEAD_SEGS = (2, 4, 8, 32, 64)
 
 
-#: column-block widths of the wide kernel (:func:`_make_wide_rows`), tried in order: the first dividing ``D``
-#: serves shapes without a register kernel; other shapes take the general row loop
-WIDE_BLOCKS = (128,)
-
-
 def _kernel_key(H, D):
-    """``(W, SEG, CB)`` of the kernel for ``H`` heads of ``D``: ``(W, SEG, 0)`` the register kernel of ``W // SEG``
-    heads (``SEG = W``: one weight per edge), ``(0, 0, CB)`` column blocks of ``CB``, ``(0, 0, 0)`` the general
-    row loop."""
+    """``(W, SEG)`` of the kernel for ``H`` heads of ``D``: the register kernel of ``W // SEG`` heads (``SEG = W``:
+    one weight per edge), or ``(0, 0)``, the general row loop."""
     W = H * D
     if W in BLOCK_WIDTHS and (H == 1 or D == 1 or D in HEAD_SEGS or _tree(W, D)):
-        return W, D, 0
-    for cb in WIDE_BLOCKS:
-        if D % cb == 0:
-            return 0, 0, cb
-    return 0, 0, 0
+        return W, D
+    return 0, 0
 
 
 @functools.cache
-def _kernel(W, SEG=0, CB=0, DIV=False):
-    """The compiled kernel of a :func:`_kernel_key`: :func:`_make_wide_rows` of ``CB`` when ``CB``, else the
-    general row loop when ``W = 0``, else :func:`_make_heads_rows` of ``(W, SEG)``; ``DIV`` compiles
-    ``u_div_e``'s gradients instead of ``u_mul_e``'s. All row functions share one signature."""
-    if not (CB or W == 0 or (SEG and W % SEG == 0)):
-        raise ValueError(f"expected a _kernel_key (W, SEG, CB) with SEG dividing W, got {(W, SEG, CB)}")
+def _kernel(W, SEG=0, DIV=False):
+    """The compiled kernel of a :func:`_kernel_key`: the general row loop when ``W = 0``, else
+    :func:`_make_heads_rows` of ``(W, SEG)``; ``DIV`` compiles ``u_div_e``'s gradients instead of ``u_mul_e``'s.
+    Both row functions share one signature."""
+    if not (W == 0 or (SEG and W % SEG == 0)):
+        raise ValueError(f"expected a _kernel_key (W, SEG) with SEG dividing W, got {(W, SEG)}")
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    general = W == 0 and CB == 0
-    if CB:
-        block_rows = _make_wide_rows(CB, DIV)
-    elif general:
-        block_rows = _make_general_rows(DIV)
-    else:
-        block_rows = _make_heads_rows(W, SEG, DIV)
-    wide = CB > 0
+    general = W == 0
+    block_rows = _make_general_rows(DIV) if general else _make_heads_rows(W, SEG, DIV)
 
     @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, eid, G, x, w, gx, gw, scale, H, D, pf_dist, pf_lines, pf_step):
         _ = source_hash
         indptr, indices, eid = borrow(indptr), borrow(indices), borrow(eid)
         G, x, w, gx, gw, scale = borrow(G), borrow(x), borrow(w), borrow(gx), borrow(gw), borrow(scale)
-        # one scratch per thread, not per row: the general loop's row accumulator; the wide kernel's row
-        # accumulator and a chunk's dots
-        acc = alloc_acc(gx, H * D if general else (H * D + WIDE_CHUNK * H if wide else 1))
+        # one scratch per thread, not per row: the general loop's row accumulator
+        acc = alloc_acc(gx, H * D if general else 1)
         nchunks = bounds.size - 1
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
@@ -591,7 +531,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=N
     gx = empty_out(x.shape, x.dtype)
     if N_src == 0 or H * D == 0 or E == 0:
         return gx.zero_(), torch.zeros(w.shape, dtype=w.dtype)
-    W, SEG, CB = _kernel_key(H, D)
+    W, SEG = _kernel_key(H, D)
     permuted = eid is not None and _slot_order(W, SEG, H, w.numel() * w.element_size())
     if not permuted:                    # w and its gradient in edge order, reached through eid (None: identity)
         w_k, eid_k = w.contiguous(), eid
@@ -610,7 +550,7 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=N
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     pf_lines = (H * D * G_np.itemsize + 63) // 64
     scale_np = (_NO_SCALE[scale_dtype] if row_scale is None else kernel_view(row_scale.contiguous()))
-    run_parallel(_kernel(W, SEG, CB, DIV=bool(divide)), nthreads, bounds, indptr_np,
+    run_parallel(_kernel(W, SEG, DIV=bool(divide)), nthreads, bounds, indptr_np,
                  index_view(indices.contiguous()), index_view(None if eid_k is None else eid_k.contiguous()), G_np,
                  kernel_view(x.contiguous()), kernel_view(w_k), kernel_view(gx), kernel_view(gw_k), scale_np, H, D, pf,
                  pf_lines, 64 // G_np.itemsize)
