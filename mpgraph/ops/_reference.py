@@ -308,10 +308,13 @@ def _mul_backward_bcasts(grad, heads, op="mul"):
 
 
 # ----------------------------------------------------------------------------------------------- seeded dropout
-# SplitMix64 on int64 tensors (two's-complement arithmetic wraps like uint64; right shifts are made logical by
-# masking), the same draw as the CPU kernel (mpgraph.ops._cpu.dropout): element i of a tensor is kept when
-# mix(seed + (i + 1) * GAMMA) >> 40 >= round(p * 2**24).
+# The CPU kernel's draw (mpgraph.ops._cpu.dropout) on int64 tensors: element i is kept when
+# R(R(low(i) * GAMMA32 + k1) ^ k2) >> 8 >= round(p * 2**24), in 32-bit arithmetic, with (k1, k2) the two words of
+# SplitMix64(seed + (high(i) + 1) * GAMMA). Two's-complement int64 products wrap like uint64, so their low 32
+# bits are the uint32 products; right shifts are made logical by masking.
 _GAMMA, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_GAMMA32, _ROUND1, _ROUND2 = 0x9E3779B9, 0x7FEB352D, 0x846CA68B
+_MASK32 = 0xFFFFFFFF
 _DRAW_BITS = 24
 _DROPOUT_CHUNK = 1 << 20
 
@@ -326,14 +329,25 @@ def _shr(z, k):
     return (z >> k) & ((1 << (64 - k)) - 1)
 
 
+def _round32(z):
+    """The kernel's 32-bit mixing round on int64 tensors holding uint32 values."""
+    z = z ^ (z >> 16)
+    z = (z * _ROUND1) & _MASK32
+    z = z ^ (z >> 15)
+    z = (z * _ROUND2) & _MASK32
+    return z ^ (z >> 16)
+
+
 def dropout_keep(n, p, seed, device, start=0):
     """Bool mask of flat elements ``start .. start + n - 1``: True where the seeded draw keeps the element."""
-    z = torch.arange(start + 1, start + n + 1, dtype=torch.int64, device=device)
-    z = z * _i64(_GAMMA) + _i64(seed)
+    i = torch.arange(start, start + n, dtype=torch.int64, device=device)
+    z = (i >> 32) * _i64(_GAMMA) + _i64((int(seed) + _GAMMA) % (1 << 64))   # seed + (high + 1) * GAMMA
     z = (z ^ _shr(z, 30)) * _i64(_MIX1)
     z = (z ^ _shr(z, 27)) * _i64(_MIX2)
-    z = z ^ _shr(z, 31)
-    return _shr(z, 64 - _DRAW_BITS) >= int(round(float(p) * (1 << _DRAW_BITS)))
+    key = z ^ _shr(z, 31)
+    z = _round32(((i & _MASK32) * _GAMMA32 + (key & _MASK32)) & _MASK32)
+    z = _round32(z ^ _shr(key, 32))
+    return (z >> (32 - _DRAW_BITS)) >= int(round(float(p) * (1 << _DRAW_BITS)))
 
 
 def _apply_seeded_mask(x, p, seed):

@@ -339,6 +339,35 @@ def select(typingctx, cond, a, b):
 
 
 @intrinsic
+def mul_u32(typingctx, a, b):
+    """``a * b`` modulo 2^32 for uint32 ``a`` and ``b``, as a 32-bit multiply. Numba widens uint32 arithmetic to 64
+    bits, and LLVM then keeps the product in 64-bit vector lanes (``vpmuludq``, four per AVX2 vector, not eight)."""
+    if a != types.uint32 or b != types.uint32:
+        return None
+    sig = types.uint32(a, b)
+
+    def codegen(context, builder, sig, args):
+        return builder.mul(args[0], args[1])
+
+    return sig, codegen
+
+
+@intrinsic
+def xorshift_u32(typingctx, z, k):
+    """``z ^ (z >> k)`` (logical shift) for uint32 ``z`` and a shift ``0 <= k < 32``, in 32-bit arithmetic."""
+    if z != types.uint32 or not isinstance(k, types.Integer):
+        return None
+    sig = types.uint32(z, k)
+
+    def codegen(context, builder, sig, args):
+        width = args[1].type.width
+        shift = args[1] if width == 32 else (builder.trunc if width > 32 else builder.zext)(args[1], args[0].type)
+        return builder.xor(args[0], builder.lshr(args[0], shift))
+
+    return sig, codegen
+
+
+@intrinsic
 def f32_from_bits(typingctx, bits):
     """Reinterpret the low 32 bits of an integer as a float32."""
     if not isinstance(bits, types.Integer):
