@@ -12,9 +12,10 @@ the whole word (the constants of "lowbias32" from Chris Wellons' hash-prospector
 two-multiply 32-bit mixers it found).
 The two keys ``(k_1, k_2)`` are the low and high words of the SplitMix64 finaliser of ``seed + (h_i + 1) *
 gamma_64``, with ``h_i`` the high word of ``i``: a new pair every 2^32 elements. ``k_1`` offsets the input and
-``k_2`` enters between the rounds, so two seeds give related streams only if both keys match (a chance of about
-2^-64, where a key added to the index alone would let two seeds' streams be shifts of each other with a chance
-of ``n / 2^32``). An element is kept with probability ``1 - t / 2^24`` (within ``2^-25`` of ``1 - p``).
+``k_2`` enters between the rounds, so two seeds give shifted copies of one stream only if their ``k_2`` match
+and their ``k_1`` differ by fewer than ``n`` steps of ``gamma_32`` (a chance of about ``n / 2^64``; with a key
+added to the index alone it would be ``n / 2^32``). An element is kept with probability ``1 - t / 2^24``
+(within ``2^-25`` of ``1 - p``).
 
 The mask is a pure function of the seed and the flat element index: the backward recomputes it from the seed
 instead of storing it (no ``E x H`` mask in memory between forward and backward), a run is independent of the
@@ -54,6 +55,7 @@ ROUND2 = 0x846CA68B
 BITS = 24
 #: elements a thread claims at a time (divides 2^32: a chunk's elements share their keys)
 CHUNK = 1 << 16
+#: the low 32-bit word of an index
 MASK32 = 0xFFFFFFFF
 #: elements whose factors are drawn into a stack block before they are applied
 BLOCK = 256
