@@ -68,8 +68,9 @@ def _make_general_rows(DIV):
     accumulator (the last one to three edges of a row go one at a time, in the same single pass). Measured
     against the loop before (a dot pass, then an axpy pass reading ``G``'s row again, one edge at a time):
     the 1.14M-edge graph of ``mpgraph bench precision``, one head of 256, took 19-22 ms against 28-37 (fp32 and
-    bf16); two heads of 128 there 24-27 against 35-38; on 100k nodes and 2M edges, heads (8, 16) and (3, 24)
-    0.65-0.9x and one head of 256 (beyond the cache) within noise (2 threads, AVX2 VM, forty-first session)."""
+    bf16); two heads of 128 there 24-27 against 35-38; on 100k nodes and 2M edges (the two in different rounds of
+    one scratch script), heads (1, 16), (2, 48), (3, 24) and (8, 16) 0.52-0.99x, one head of 256 (beyond the
+    cache) 0.81-1.04x (2 threads, AVX2 VM, forty-first session)."""
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, acc, scale, H, D, pf_dist, pf_lines, pf_step):
