@@ -351,7 +351,7 @@ WIDE_HEAD = 32
 
 #: row widths with a register-resident kernel (``H = 1``, or heads of :data:`HEAD_SEGS` columns); other shapes
 #: take the general row loop. (Rows of heads a multiple of 128 columns had a column-blocked kernel from the
-#: fifteenth to the fortieth session; the general loop's four-edge pass took 0.55-0.65x its time on the
+#: fifteenth to the fortieth session; the general loop's four-edge pass took 0.57-0.71x its time on the
 #: 1.14M-edge graph, (1, 256) and (2, 128), and 0.9-1.07x on 100k nodes beyond the cache, so it went.)
 #: 32 since the twenty-eighth session, against the general loop (uniform graph, 2M edges, 2 threads, fp32 and
 #: bf16, ``u_mul_e``/``u_div_e`` sum, one in-process round of 7 reps): one weight per edge 0.78-0.83x, 8 heads of
