@@ -48,6 +48,16 @@ def csc(case, shuffle=False):
     return src, dst, n_src, n_dst, Index.from_coo(src, dst, n_src, n_dst).csc()
 
 
+def random_hub_graph(N, E, empty, hub, seed):
+    """``(src, dst, csc)`` of ``E`` random edges on ``N`` nodes: the last ``empty`` rows without edges, the
+    first ``hub`` edges into node 3 (a hub)."""
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, N, (E,), generator=gen)
+    dst = torch.randint(0, N - empty, (E,), generator=gen)
+    dst[:hub] = 3
+    return src, dst, Index.from_coo(src, dst, N, N).csc()
+
+
 def rand(shape, dtype, seed, positive=False):
     """float64 values already rounded to ``dtype`` (the oracle sees the kernel's inputs)."""
     x = torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=F64)
@@ -255,12 +265,8 @@ def test_spmm_rows_of_one_column_take_whole_chunks(dtype):
     sums them in the runtime-width pass. Both must agree bit for bit, and match the float64 formula, for
     copies, products and quotients with the edge operand as ``(E, 1)`` and ``(E,)``, each reduction without
     winners, on a graph with a hub, rows without edges and edge ids out of slot order."""
-    gen = torch.Generator().manual_seed(6)
     N, E = 300, 4000
-    src = torch.randint(0, N, (E,), generator=gen)
-    dst = torch.randint(0, N - 20, (E,), generator=gen)        # the last 20 rows have no edges
-    dst[:500] = 7                                                # a hub
-    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    src, dst, (indptr, indices, eid) = random_hub_graph(N, E, empty=20, hub=500, seed=6)
     assert not torch.equal(eid, torch.arange(E))
     # each case compiles two kernels (whole and walked), so the ops and reductions take turns
     cases = [("copy_rhs", None, (1,), "sum"), ("mul", (1,), (), "mean"), ("copy_lhs", (1,), None, "max"),
@@ -273,6 +279,68 @@ def test_spmm_rows_of_one_column_take_whole_chunks(dtype):
                 for whole in (True, False)]
         assert runs[0].shape == (N, 1) and torch.equal(runs[0], runs[1]), (op, reduce, rshape)
         assert_close(runs[0], ref_spmm(op, reduce, src, dst, N, lhs, rhs), dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
+def test_spmm_column_slabs_equal_the_row_walk(monkeypatch, dtype):
+    """Rows of several full-width passes (:func:`spmm.slab_width`: 64 columns in float32, 128 in bfloat16) are
+    copied into contiguous column slabs and gathered a slab at a time over all chunks of rows. With the L3 size
+    set so that a small graph takes them, each reduction without winners, for ``copy_u`` and (float32)
+    ``u_mul_e`` with ``(E, 1)`` and ``(E,)`` weights, two to four slabs and a non-contiguous ``lhs``, must equal
+    the row walk (``whole_rows=False``) bit for bit and match the float64 formula, on a graph with a hub, rows
+    without edges and edge ids out of slot order; ``lhs`` is unchanged."""
+    from mpgraph.ops._cpu import spmm as S
+    N, E = 40, 2000
+    src, dst, (indptr, indices, eid) = random_hub_graph(N, E, empty=5, hub=300, seed=11)
+    W = 64 if dtype == F32 else 128
+    # a slab (10 KB) fits (in bf16, half of it), whole float32 rows (20-40 KB) do not
+    monkeypatch.setattr(S, "L3_BYTES", 20_000 if dtype == F32 else 25_000)
+    cases = [(2, "copy_lhs", None, "sum"), (3, "copy_lhs", None, "mean"), (4, "copy_lhs", None, "max"),
+             (2, "copy_lhs", None, "min")]
+    if dtype == F32:                               # bfloat16 products take the row walk
+        cases += [(3, "mul", (1,), "mean"), (4, "mul", (), "sum"), (2, "mul", (1,), "min")]
+    for k, op, rshape, reduce in cases:
+        D = k * W
+        lhs = rand((N, 2 * D), dtype, 1).to(dtype)[:, ::2]       # every other column: not contiguous
+        assert not lhs.is_contiguous()
+        rhs = None if rshape is None else rand((E,) + rshape, dtype, 2, positive=True).to(dtype)
+        layout = S.SAME if rhs is None else S.RHS_BLOCK
+        assert S.slab_width(op, layout, False, 1, D, N, E, [dtype]) == W, (D, op)
+        before = lhs.clone()
+        runs = [S.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg=False, whole_rows=whole)[0]
+                for whole in (True, False)]
+        assert torch.equal(runs[0], runs[1]), (D, op, reduce)
+        assert torch.equal(lhs, before)
+        assert_close(runs[0], ref_spmm(op, reduce, src, dst, N, lhs.to(F64), None if rhs is None else rhs.to(F64)),
+                     dtype)
+        assert not runs[0][N - 5:].any()
+
+
+def test_slab_width_policy(monkeypatch):
+    """Slabs only where they were measured to pay: float32, and bfloat16 copies, rows of whole slabs, no winners, enough
+    edges per source row, a slab within the L3 (half of it in bfloat16) and, in float32 with fewer than four
+    slabs, whole rows beyond it."""
+    from mpgraph.ops._cpu import spmm as S
+    monkeypatch.setattr(S, "L3_BYTES", 32 << 20)
+    n, e = 100_000, 2_000_000
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, n, e, [F32]) == 64
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 128, n, e, [F32]) == 64      # 51 MB rows, 26 MB slabs
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 128, 30_000, e, [F32]) == 0  # 15 MB rows fit the L3
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 30_000, e, [F32]) == 64
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 200_000, e, [F32]) == 0  # a 51 MB slab
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 30_000, e, [BF16]) == 128
+    assert S.slab_width("mul", S.RHS_BLOCK, False, 1, 256, 30_000, e, [BF16]) == 0
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, n, e, [BF16]) == 0       # a 26 MB slab
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 128, 30_000, e, [BF16]) == 0  # one slab
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 30_000, e, [F16]) == 0
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 30_000, e, [F64]) == 0
+    assert S.slab_width("mul", S.RHS_BLOCK, False, 1, 256, n, e, [F32, BF16]) == 0
+    assert S.slab_width("copy_lhs", S.SAME, True, 0, 256, n, e, [F32]) == 0         # winners
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 200, n, e, [F32]) == 0        # not whole slabs
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, n, 7 * n, [F32]) == 0    # too few edges a row
+    assert S.slab_width("mul", S.SAME, False, 256, 256, n, e, [F32]) == 0           # an (E, D) operand
+    assert S.slab_width("mul", S.RHS_BLOCK, False, 4, 256, n, e, [F32]) == 0        # heads
+    assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 0, 0, [F32]) == 0
 
 
 @pytest.mark.parametrize("dtype, heads, reduces", [

@@ -26,6 +26,7 @@ Two row engines:
 """
 
 import functools
+import os
 
 import numpy as np
 import torch
@@ -475,6 +476,86 @@ def _whole_rows(one_column):
     return rows
 
 
+#: the repack reads and writes each source row once, the gathers read a slab of one per edge: slabs are taken
+#: only with at least this many edges per source row
+SLAB_MIN_DEGREE = 8
+
+
+def _cache_bytes(level, default):
+    """Size in bytes of CPU 0's unified or data cache of ``level`` (2 or 3) from Linux's sysfs, else ``default``."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return default
+    for name in names:
+        if not name.startswith("index"):
+            continue
+        try:
+            with open(f"{base}/{name}/level") as f:
+                lvl = int(f.read())
+            with open(f"{base}/{name}/type") as f:
+                kind = f.read().strip()
+            with open(f"{base}/{name}/size") as f:
+                text = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if lvl != level or kind not in ("Unified", "Data"):
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+        digits = text[:-1] if text[-1:].isalpha() else text
+        if digits.isdigit():
+            return int(digits) * scale
+    return default
+
+
+#: the shared last-level cache that :func:`slab_width` plans with (Linux sysfs; 8 MiB where it is not known)
+L3_BYTES = _cache_bytes(3, 8 << 20)
+
+
+def slab_width(op, layout, need_arg, Fr, F, n_src, n_edges, dtypes):
+    """Columns of the column slabs the source rows are gathered from (64 for float32, 128 for bfloat16: the
+    full-width pass of each), or 0: the row walk.
+
+    A row walk sums a row's edges in passes of 64 columns (128 in 16-bit): each pass gathers a piece of its
+    source rows, and the pieces of all of ``lhs`` are spread over all of it, 1 KiB apart for rows of 256
+    float32. Copied first into contiguous slabs (``(F // W, N_src, W)``, a parallel copy), the threads
+    gather from one compact slab at a time, all chunks of rows slab by slab. Measured in the forty-second
+    session (2-core AMD EPYC VM, 512 KiB L2, 32 MiB L3; copy_u sum, slabs with their repack against the row
+    walk, two rounds each; ``benchmarks/slabs.py``, ``benchmarks/results/slabs_s42.jsonl``; uniform graphs of 2M
+    edges and the guide's GCN graph, 2,330 nodes and 1.14M edges):
+
+    * float32 ``copy_u`` sum, D=256: 0.73-0.74x (GCN graph), 0.79x (5k nodes), 0.72-0.77x (30k), 0.68-0.69x
+      (100k); in scratch runs 0.95-1.05x on 200k nodes, whose 51 MB slab exceeds the L3. D=128 (two slabs):
+      0.77-0.82x on 100k nodes, but 1.31-1.49x (scratch) on 30k, whose whole rows (15 MB) fit the L3 already.
+      ``u_mul_e`` sum with one weight per edge, D=256: 0.69-0.94x up to 100k nodes.
+    * bfloat16 ``copy_u`` sum, 128-column slabs, D=256: 0.88-0.90x (GCN graph), 0.87x (5k), 0.92x (30k); in
+      scratch runs 1.03x on 100k nodes and 1.27-1.33x on 200k, 0.64-0.86x at D=512 up to 100k. ``u_mul_e``
+      sum: 0.93-0.96x on the GCN graph and 5k nodes but 1.11-1.13x on 30k. 64-column slabs were no faster than
+      the walk (D=256: 0.89-1.04x on the GCN graph, 1.01-1.18x on 200k nodes).
+
+    So slabs are taken for float32 copies of the source rows and products with one value per edge
+    (``copy_u``, ``u_mul_e`` with ``(E, 1)`` weights) and bfloat16 copies (sums, means, max/min without
+    winners), rows of at least two whole slabs, at least :data:`SLAB_MIN_DEGREE` edges per source row, and a
+    slab of at most the L3 (:data:`L3_BYTES`; half of it in bfloat16), in float32 with fewer than four slabs
+    only where the whole rows exceed the L3.
+    """
+    if need_arg or n_src == 0 or n_edges < SLAB_MIN_DEGREE * n_src:
+        return 0
+    if not (op == "copy_lhs" or (layout == RHS_BLOCK and Fr == 1)) or len(set(dtypes)) != 1:
+        return 0
+    dtype = dtypes[0]
+    if dtype not in (torch.float32, torch.bfloat16) or (dtype == torch.bfloat16 and op != "copy_lhs"):
+        return 0
+    W = BLOCK if dtype == torch.float32 else BLOCK_16
+    if F % W or F < 2 * W:
+        return 0
+    slab, whole = n_src * W * dtype.itemsize, n_src * F * dtype.itemsize
+    if dtype == torch.bfloat16:
+        return W if slab <= L3_BYTES // 2 else 0
+    return W if slab <= L3_BYTES and (F >= 4 * W or whole > L3_BYTES) else 0
+
+
 @functools.cache
 def _flat_segments(track):
     """One row of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
@@ -728,9 +809,12 @@ def _spmm_kernel(op, reduce, layout, need_arg, heads, whole):
     its own kernel, so a call compiles only the code it runs. ``heads``: the head width of a block
     broadcast whose heads are narrower than a pass (:func:`heads_seg`), compiled into the kernel; 0 otherwise.
     ``whole``: the width of a pass that covers each row (:func:`takes_whole_rows`; 0: none), so a chunk of rows
-    takes one call of it.
+    takes one call of it; negative, ``-W``: ``lhs`` is the source rows in slabs of ``W`` columns
+    (:func:`slab_width`, :func:`_slab_kernel`).
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+    if whole < 0:
+        return _slab_kernel(op, reduce, layout == RHS_BLOCK, -whole)
 
     @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r,
@@ -744,6 +828,70 @@ def _spmm_kernel(op, reduce, layout, need_arg, heads, whole):
         while c < nchunks:
             _rows(op, reduce, layout, need_arg, heads, whole, raw_get(bounds, c), raw_get(bounds, c + 1), indptr,
                   indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist)
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+def _slab_kernel(op, reduce, scalar_rhs, W):
+    """The gSpMM kernel over column slabs of ``W`` columns (:func:`slab_width`), with :func:`_spmm_kernel`'s
+    arguments (``lhs`` the flat ``(F // W, N_src, W)`` slabs): the work is
+    every (slab, chunk of rows) pair, claimed slab by slab, so that the threads gather from one slab at a time
+    (a chunk walking all its slabs before the next chunk made every chunk fetch every slab again: no faster
+    than the row walk)."""
+    source_hash = SOURCE_HASH
+
+    @cached_njit(nogil=True)
+    def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r,
+               F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        _ = source_hash
+        nchunks = bounds.size - 1
+        indptr, indices, eid, lhs, rhs, out = borrow(indptr), borrow(indices), borrow(eid), borrow(lhs), \
+            borrow(rhs), borrow(out)
+        work = nchunks * (F // W)
+        k_last = raw_get(indptr, indptr.size - 1) - 1
+        owner = alloc_acc(out, 1)  # the pass's (unused) scratch arguments
+        owner_slot = np.empty(1, np.int32)
+        n_src = lhs.size // F
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < work:
+            b = c // nchunks
+            ch = c - b * nchunks
+            if W == BLOCK:
+                _CHUNK(op, reduce, W, b * W, raw_get(bounds, ch), raw_get(bounds, ch + 1), indptr, k_last, indices,
+                       eid, lhs[b * W * (n_src - 1):], rhs, out, owner_slot, owner_slot, F, W, Fr,
+                       scalar_rhs, 0, pf_dist, owner, owner_slot)
+            else:
+                _CHUNK_16(op, reduce, W, b * W, raw_get(bounds, ch), raw_get(bounds, ch + 1), indptr, k_last, indices,
+                       eid, lhs[b * W * (n_src - 1):], rhs, out, owner_slot, owner_slot, F, W, Fr,
+                       scalar_rhs, 0, pf_dist, owner, owner_slot)
+            c = atomic_fetch_add(counter, 0, 1)
+        owner[0] = 0  # keeps the scratch owners alive past the loop
+        owner_slot[0] = 0
+
+    return kernel
+
+
+@functools.cache
+def _repack_kernel(W):
+    """``kernel(counter, bounds, lhs, slabs, F)``: the rows ``bounds[c] : bounds[c + 1]`` of the flat ``(N_src, F)``
+    ``lhs`` copied into the flat ``(F // W, N_src, W)`` ``slabs``, chunks claimed from ``counter``."""
+    source_hash = SOURCE_HASH
+
+    @cached_njit(nogil=True)
+    def kernel(counter, bounds, lhs, slabs, F):
+        _ = source_hash
+        nchunks = bounds.size - 1
+        lhs, slabs = borrow(lhs), borrow(slabs)
+        n_src = lhs.size // F
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < nchunks:
+            for r in range(raw_get(bounds, c), raw_get(bounds, c + 1)):
+                for b in range(F // W):
+                    src = r * F + b * W
+                    dst = (b * n_src + r) * W
+                    for j in range(W):
+                        slabs[dst + j] = lhs[src + j]
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -818,8 +966,9 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         the width of slot winners); computed from ``indptr`` otherwise. Trusted, like the structure.
     whole_rows : bool, default True
         Let rows that one full-width pass covers take one call of it per chunk of rows
-        (:func:`takes_whole_rows`); False walks them a row at a time (the same results, bit for bit: for
-        benchmarks and tests).
+        (:func:`takes_whole_rows`), and rows too wide for the L2 cache be gathered from column slabs
+        (:func:`slab_width`); False walks them a row at a time (the same results, bit for bit: for benchmarks
+        and tests).
 
     Returns
     -------
@@ -916,6 +1065,16 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     heads = heads_seg(layout, Fr, B, out.dtype)
     whole = takes_whole_rows(layout, track, Fr, B, F, out.dtype) if whole_rows else 0
+    dtypes = [t.dtype for t in (lhs, rhs, out) if t is not None]
+    W = slab_width(op, layout, track, Fr, F, int(lhs.shape[0]), E, dtypes) if whole_rows and lhs is not None else 0
+    if W:
+        # source rows copied into contiguous column slabs, on huge pages as outputs are; by the kernels' threads
+        # (torch's copy left its OpenMP threads spinning into the gathers, which then took 1.3-1.5x the time)
+        n_src = int(lhs.shape[0])
+        slabs = empty_out((F // W, n_src, W), lhs.dtype)
+        run_parallel(_repack_kernel(W), nthreads, chunk_bounds(np.arange(n_src + 1, dtype=np.int64), nthreads),
+                     lhs_np, kernel_view(slabs), F)
+        lhs_np, whole = kernel_view(slabs), -W
     run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole), nthreads, bounds, indptr_np, indices_np,
                  eid_np, lhs_np, rhs_np, kernel_view(out), index_view(arg_lhs), index_view(arg_rhs), F, Fl, Fr, B,
                  index_view(lhs_off), index_view(rhs_off), pf)
