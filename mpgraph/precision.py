@@ -101,20 +101,16 @@ def accum_dtype(dtype):
     return _ACCUM[dtype]
 
 
-#: values per chunk of :func:`rowwise_scale`: 2**20 (4 MiB of float32 scratch)
-_ROW_CHUNK = 1 << 20
-
-
 def rowwise_scale(x, s, out_dtype, divide=False):
     """``x * s`` (``x / s`` with ``divide``) with one factor per row, into a new ``out_dtype`` tensor.
 
     ``s`` has ``x``'s row count and broadcasts over the other dimensions. The product is formed in the
-    wider of the two dtypes and rounded once into ``out_dtype``, as ``torch.mul(x, s, out=...)`` does. On the
-    CPU, torch computes a 16-bit tensor times a float32 one element by element through a generic
-    converting path (measured ~10x slower than this for N=100k x 128 bf16); there the rows go through one
-    reused scratch block in the wider dtype instead: the same values, bit for bit. A CPU result (and that
-    scratch block) of 1 MiB or more is allocated from the CPU kernels' buffer cache
-    (:func:`mpgraph.ops.cpu_cache_info`), as the kernels' own outputs are.
+    wider of the two dtypes and rounded once into ``out_dtype``, as ``torch.mul(x, s, out=...)`` does. Mixed
+    dtypes run on the kernel :mod:`mpgraph.ops._dispatch` selects for ``row_scale``: on the CPU a Numba pass
+    (:mod:`mpgraph.ops._cpu.rowscale`), else torch on reused float32 blocks of rows
+    (:func:`mpgraph.ops._torch_backend.row_scale`: torch computes a 16-bit tensor times a float32 one element
+    by element through a generic converting path, measured ~10x slower for N=100k x 128 bf16); all give the
+    same values, bit for bit.
 
     Parameters
     ----------
@@ -142,28 +138,14 @@ def rowwise_scale(x, s, out_dtype, divide=False):
     tensor([[0.5000, 1.0000],
             [0.7500, 1.0000]], dtype=torch.bfloat16)
     """
-    from .ops._cpu._buffers import cached_empty     # (lazy: mpgraph.ops imports this module)
-    out = cached_empty(x.shape, out_dtype) if x.device.type == "cpu" else None   # large: reused pages
-    if out is None:
-        out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-    op = torch.div if divide else torch.mul
-    if x.device.type != "cpu" or x.dtype == s.dtype == out_dtype or x.dim() == 0 or x.shape[0] == 0:
-        return op(x, s, out=out)
-    wide = torch.promote_types(x.dtype, s.dtype)
-    rows = max(1, _ROW_CHUNK // max(1, x[0].numel()))
-    chunk = (min(rows, x.shape[0]),) + tuple(x.shape[1:])
-    # the scratch (4 MiB at most) from the cache too: the C library re-faulted it on up to every call, 1,024
-    # faults that cost 3-10 ms in a mean backward whose scaling otherwise takes 1.4 ms (bf16, 100k x 64)
-    scratch = cached_empty(chunk, wide)
-    if scratch is None:
-        scratch = torch.empty(chunk, dtype=wide, device=x.device)
-    for i in range(0, x.shape[0], rows):
-        j = min(x.shape[0], i + rows)
-        t = scratch[: j - i]
-        t.copy_(x[i:j])
-        op(t, s[i:j], out=t)
-        out[i:j].copy_(t)
-    return out
+    from .ops import _dispatch      # (lazy: mpgraph.ops imports this module)
+    if x.dtype == s.dtype == out_dtype or x.dim() == 0 or x.shape[0] == 0:
+        from .ops._cpu._buffers import cached_empty
+        out = cached_empty(x.shape, out_dtype) if x.device.type == "cpu" else None   # large: reused pages
+        if out is None:
+            out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
+        return (torch.div if divide else torch.mul)(x, s, out=out)
+    return _dispatch.row_scale(x, s, out_dtype, divide)
 
 
 def result_dtype(*tensors):

@@ -20,7 +20,8 @@ its ``__init__.py``::
                "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
                "pick_winners": (fn, supports), "gather_winners": (fn, supports), "edge_winners": (fn, supports),
                "spmm_mul_backward": (fn, supports), "div_edge_grad": (fn, supports), "dropout": (fn, supports),
-               "dropout_backward": (fn, supports), "winners_product_backward": (fn, supports)}
+               "dropout_backward": (fn, supports), "winners_product_backward": (fn, supports),
+               "row_scale": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -241,6 +242,14 @@ Kernels by op:
     ``reference``) recompute the mask from ``seed`` and save ``None``; ``torch``
     (``torch.native_dropout``, its own generator) saves its boolean mask. The
     backward always runs on the backend that ran the forward.
+
+``row_scale(x, s, out_dtype, divide) -> out``
+    ``x``: ``(N, *F)`` float tensor (``N >= 1``; any strides), ``s``: one factor
+    per row (``N`` elements, shaped ``(N, 1, ...)`` to broadcast), ``out_dtype``: a
+    float dtype. ``out`` (``x``'s shape, ``out_dtype``) is ``x * s`` (``x / s`` with
+    ``divide``) formed in the wider of ``x``'s and ``s``'s dtypes and rounded once,
+    as ``torch.mul(x, s, out=out)`` computes it (:func:`mpgraph.precision.rowwise_scale`
+    calls this for mixed dtypes).
 """
 
 import contextlib
@@ -257,13 +266,13 @@ from ..precision import HALF_DTYPES, accum_dtype, autocast_disabled, autocast_dt
 __all__ = ["register", "unregister", "use_backend", "record_backends", "select", "backends", "backend_status",
            "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
            "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward",
-           "winners_product_backward", "dense_upcast_dtype", "capture", "restored",
+           "winners_product_backward", "row_scale", "dense_upcast_dtype", "capture", "restored",
            "OPS", "PRIORITY"]
 
 #: Ops a backend can provide kernels for.
 OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
        "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward",
-       "winners_product_backward")
+       "winners_product_backward", "row_scale")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -628,6 +637,13 @@ def dropout_backward(state, grad, p, seed):
                    "register both ops for a backend")
 
 
+def row_scale(x, s, out_dtype, divide=False):
+    """Run the selected row-scale kernel (see the contract above): ``x * s`` (``x / s``) into ``out_dtype``."""
+    fn = _choose("row_scale", x, s, out_dtype, divide)
+    with autocast_disabled(x.device.type):
+        return fn(x, s, out_dtype, divide)
+
+
 def dense_upcast_dtype(*operands):
     """The route of a dense product of ``operands`` (:mod:`mpgraph.ops.dense`): the 16-bit dtype it runs in
     when that runs as exact float32 upcasts multiplied in float32 (CPU tensors, the dtype 16-bit and
@@ -679,6 +695,8 @@ def _register_builtin():
     register("dropout_backward", "reference", _reference.dropout_backward)
     register("dropout", "torch", _torch_backend.dropout)
     register("dropout_backward", "torch", _torch_backend.dropout_backward)
+    register("row_scale", "reference", _reference.row_scale)
+    register("row_scale", "torch", _torch_backend.row_scale)
 
 
 _register_builtin()

@@ -23,7 +23,7 @@ from . import _dispatch
 __all__ = ["linear", "matmul", "upcasts", "BLOCK_ELEMENTS"]
 
 #: elements of a float32 row block made from 16-bit rows at a time (4 MiB of float32)
-BLOCK_ELEMENTS = 1 << 18
+BLOCK_ELEMENTS = 1 << 20
 
 
 def upcasts(x, weight, bias=None):

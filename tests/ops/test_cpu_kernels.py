@@ -343,6 +343,21 @@ def test_slab_width_policy(monkeypatch):
     assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 0, 0, [F32]) == 0
 
 
+def test_cache_size_from_sysfs(tmp_path):
+    """The L3 size the slab policy plans with comes from sysfs entries like Linux's (level, type, size with a
+    K/M suffix); a missing directory or no such level gives the default."""
+    from mpgraph.ops._cpu import spmm as S
+    for name, level, kind, size in [("index0", 1, "Data", "32K"), ("index1", 1, "Instruction", "32K"),
+                                    ("index2", 2, "Unified", "512K"), ("index3", 3, "Unified", "32768K")]:
+        (tmp_path / name).mkdir()
+        for field, value in (("level", level), ("type", kind), ("size", size)):
+            (tmp_path / name / field).write_text(f"{value}\n")
+    assert S._cache_bytes(3, 1, str(tmp_path)) == 32 << 20
+    assert S._cache_bytes(2, 1, str(tmp_path)) == 512 << 10
+    assert S._cache_bytes(4, 7, str(tmp_path)) == 7
+    assert S._cache_bytes(3, 7, str(tmp_path / "absent")) == 7
+
+
 @pytest.mark.parametrize("dtype, heads, reduces", [
     (F32, (6, 16), ("sum", "max")),    # 4 heads per pass, then 2 heads a pass each (runtime width)
     (F32, (8, 8), ("mean", "min")),

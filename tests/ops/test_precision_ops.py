@@ -190,16 +190,27 @@ def test_output_dtype_is_input_dtype():
     (torch.bfloat16, torch.float32, torch.bfloat16), (torch.float16, torch.float32, torch.float32),
     (torch.float32, torch.float32, torch.bfloat16), (torch.bfloat16, torch.float64, torch.bfloat16),
     (torch.float32, torch.float32, torch.float32)], ids=["bf16", "f16-to-f32", "f32-to-bf16", "bf16-f64", "f32"])
-def test_rowwise_scale_matches_torch_bit_for_bit(monkeypatch, divide, x_dtype, s_dtype, out_dtype):
-    """The chunked row scaling (mean backward, GraphConv norms) gives exactly torch's mixed-dtype result,
-    across chunk boundaries (7 rows per chunk: 10 chunks, a short last one)."""
+@pytest.mark.parametrize("backend", ["cpu", "torch", "reference"])
+def test_rowwise_scale_matches_torch_bit_for_bit(monkeypatch, backend, divide, x_dtype, s_dtype, out_dtype):
+    """The row scaling (mean backward, GraphConv norms) gives exactly torch's mixed-dtype result on every
+    backend that takes the call: the Numba pass, the torch backend's blocks across chunk boundaries (7 rows per
+    chunk: 10 chunks, a short last one) and the reference; ``x`` non-contiguous too, and left unchanged."""
     from mpgraph import precision
+    from mpgraph.ops import _cpu, _dispatch, _torch_backend
 
-    monkeypatch.setattr(precision, "_ROW_CHUNK", 7 * 3 * 2)
+    monkeypatch.setattr(_torch_backend, "ROW_CHUNK", 7 * 3 * 2)
     gen = torch.Generator().manual_seed(4)
-    x = (torch.randn(67, 3, 2, generator=gen) * 100).to(x_dtype)
-    s = torch.randint(1, 1000, (67, 1, 1), generator=gen).to(s_dtype)
-    got = precision.rowwise_scale(x, s, out_dtype, divide=divide)
-    expected = torch.empty(x.shape, dtype=out_dtype)
-    (torch.div if divide else torch.mul)(x, s, out=expected)
-    assert got.dtype == out_dtype and torch.equal(got, expected)
+    for x in ((torch.randn(67, 3, 2, generator=gen) * 100).to(x_dtype),
+              (torch.randn(67, 3, 4, generator=gen) * 100).to(x_dtype)[:, :, ::2]):
+        s = torch.randint(1, 1000, (67, 1, 1), generator=gen).to(s_dtype)
+        before = x.clone()
+        mixed = not (x.dtype == s.dtype == out_dtype)
+        if mixed and backend == "cpu" and (s_dtype != torch.float32 or not _cpu.available()):
+            continue            # float64 factors: the cpu kernel does not take the call
+        with _dispatch.use_backend(backend, strict=mixed), _dispatch.record_backends() as ran:
+            got = precision.rowwise_scale(x, s, out_dtype, divide=divide)
+        assert ran == ([backend] if mixed else [])
+        expected = torch.empty(x.shape, dtype=out_dtype)
+        (torch.div if divide else torch.mul)(x, s, out=expected)
+        assert got.dtype == out_dtype and torch.equal(got, expected)
+        assert torch.equal(x, before)

@@ -27,7 +27,7 @@ __all__ = ["KERNELS", "spmm", "sddmm", "edge_softmax", "edge_softmax_backward", 
            "gather_winners", "gather_winners_supports", "edge_winners", "edge_winners_supports", "spmm_mul_backward",
            "spmm_mul_backward_supports", "div_edge_grad", "div_edge_grad_supports", "dropout", "dropout_backward",
            "dropout_supports", "dropout_backward_supports", "winners_product_backward",
-           "winners_product_backward_supports"]
+           "winners_product_backward_supports", "row_scale", "row_scale_supports"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _SPMM_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div")
@@ -311,6 +311,19 @@ def dropout_backward(grad, p, seed, saved):
     return kernel(grad, p, seed)
 
 
+def row_scale_supports(x, s, out_dtype, divide):
+    """Whether :func:`row_scale` runs this call: CPU tensors, float32 factors, no float64, Numba present."""
+    return (x.device.type == "cpu" and s.device.type == "cpu" and s.dtype == torch.float32
+            and x.dtype in _FLOATS[:3] and out_dtype in _FLOATS[:3] and _numba_ok())
+
+
+def row_scale(x, s, out_dtype, divide):
+    """Rows scaled by one float32 factor each (:mod:`.rowscale`)."""
+    from .rowscale import row_scale as kernel
+
+    return kernel(x, s, out_dtype, divide)
+
+
 KERNELS = {
     "spmm": (spmm, spmm_supports),
     "spmm_mul_backward": (spmm_mul_backward, spmm_mul_backward_supports),
@@ -325,4 +338,5 @@ KERNELS = {
     "winners_product_backward": (winners_product_backward, winners_product_backward_supports),
     "dropout": (dropout, dropout_supports),
     "dropout_backward": (dropout_backward, dropout_backward_supports),
+    "row_scale": (row_scale, row_scale_supports),
 }

@@ -481,9 +481,9 @@ def _whole_rows(one_column):
 SLAB_MIN_DEGREE = 8
 
 
-def _cache_bytes(level, default):
-    """Size in bytes of CPU 0's unified or data cache of ``level`` (2 or 3) from Linux's sysfs, else ``default``."""
-    base = "/sys/devices/system/cpu/cpu0/cache"
+def _cache_bytes(level, default, base="/sys/devices/system/cpu/cpu0/cache"):
+    """Size in bytes of CPU 0's unified or data cache of ``level`` (2 or 3) from Linux's sysfs (``base``), else
+    ``default``."""
     try:
         names = sorted(os.listdir(base))
     except OSError:
