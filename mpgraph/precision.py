@@ -106,7 +106,7 @@ def rowwise_scale(x, s, out_dtype, divide=False):
 
     ``s`` has ``x``'s row count and broadcasts over the other dimensions. The product is formed in the
     wider of the two dtypes and rounded once into ``out_dtype``, as ``torch.mul(x, s, out=...)`` does. Mixed
-    dtypes run on the kernel :mod:`mpgraph.ops._dispatch` selects for ``row_scale``: on the CPU a Numba pass
+    dtypes take the route :func:`mpgraph.ops._dispatch.row_scale` picks: on the CPU a Numba pass
     (:mod:`mpgraph.ops._cpu.rowscale`), else torch on reused float32 blocks of rows
     (:func:`mpgraph.ops._torch_backend.row_scale`: torch computes a 16-bit tensor times a float32 one element
     by element through a generic converting path, measured ~10x slower for N=100k x 128 bf16); all give the

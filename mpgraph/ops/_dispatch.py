@@ -20,8 +20,7 @@ its ``__init__.py``::
                "edge_softmax_backward": (fn, supports), "scatter_winners": (fn, supports),
                "pick_winners": (fn, supports), "gather_winners": (fn, supports), "edge_winners": (fn, supports),
                "spmm_mul_backward": (fn, supports), "div_edge_grad": (fn, supports), "dropout": (fn, supports),
-               "dropout_backward": (fn, supports), "winners_product_backward": (fn, supports),
-               "row_scale": (fn, supports)}
+               "dropout_backward": (fn, supports), "winners_product_backward": (fn, supports)}
 
 (any subset of the ops). An ``ImportError`` while importing it (Numba or
 Triton missing) leaves it out; :func:`backend_status` says why. Anything can
@@ -242,14 +241,6 @@ Kernels by op:
     ``reference``) recompute the mask from ``seed`` and save ``None``; ``torch``
     (``torch.native_dropout``, its own generator) saves its boolean mask. The
     backward always runs on the backend that ran the forward.
-
-``row_scale(x, s, out_dtype, divide) -> out``
-    ``x``: ``(N, *F)`` float tensor (``N >= 1``; any strides), ``s``: one factor
-    per row (``N`` elements, shaped ``(N, 1, ...)`` to broadcast), ``out_dtype``: a
-    float dtype. ``out`` (``x``'s shape, ``out_dtype``) is ``x * s`` (``x / s`` with
-    ``divide``) formed in the wider of ``x``'s and ``s``'s dtypes and rounded once,
-    as ``torch.mul(x, s, out=out)`` computes it (:func:`mpgraph.precision.rowwise_scale`
-    calls this for mixed dtypes).
 """
 
 import contextlib
@@ -272,7 +263,7 @@ __all__ = ["register", "unregister", "use_backend", "record_backends", "select",
 #: Ops a backend can provide kernels for.
 OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winners", "pick_winners",
        "gather_winners", "edge_winners", "spmm_mul_backward", "div_edge_grad", "dropout", "dropout_backward",
-       "winners_product_backward", "row_scale")
+       "winners_product_backward")
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
@@ -638,10 +629,18 @@ def dropout_backward(state, grad, p, seed):
 
 
 def row_scale(x, s, out_dtype, divide=False):
-    """Run the selected row-scale kernel (see the contract above): ``x * s`` (``x / s``) into ``out_dtype``."""
-    fn = _choose("row_scale", x, s, out_dtype, divide)
-    with autocast_disabled(x.device.type):
-        return fn(x, s, out_dtype, divide)
+    """``x * s`` (``x / s`` with ``divide``) into ``out_dtype``, one factor per row of ``x: (N, *F)`` (``N >= 1``;
+    ``s`` shaped ``(N, 1, ...)``), formed in the wider of the two dtypes and rounded once, as
+    ``torch.mul(x, s, out=out)`` computes it: the route of :func:`mpgraph.precision.rowwise_scale` for mixed
+    dtypes. An elementwise helper, not a graph op (as :func:`dense_upcast_dtype` routes the dense products):
+    the Numba pass (:mod:`mpgraph.ops._cpu.rowscale`) for CPU tensors of float32 factors and 16/32-bit rows
+    when Numba is present, else :func:`mpgraph.ops._torch_backend.row_scale`; a forced backend
+    (:func:`use_backend`) does not apply, and nothing is recorded. Both give the same values, bit for bit."""
+    from . import _torch_backend
+    from ._cpu import _backend as cpu       # imports no Numba; ``row_scale_supports`` asks whether it loads
+    if cpu.row_scale_supports(x, s, out_dtype, divide):
+        return cpu.row_scale(x, s, out_dtype, divide)
+    return _torch_backend.row_scale(x, s, out_dtype, divide)
 
 
 def dense_upcast_dtype(*operands):
@@ -695,8 +694,6 @@ def _register_builtin():
     register("dropout_backward", "reference", _reference.dropout_backward)
     register("dropout", "torch", _torch_backend.dropout)
     register("dropout_backward", "torch", _torch_backend.dropout_backward)
-    register("row_scale", "reference", _reference.row_scale)
-    register("row_scale", "torch", _torch_backend.row_scale)
 
 
 _register_builtin()

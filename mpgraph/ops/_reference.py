@@ -371,10 +371,3 @@ def dropout_backward(grad, p, seed, saved):
     """The gradient of :func:`dropout`: the same seeded mask and scale applied to ``grad``."""
     return _apply_seeded_mask(grad, p, seed)
 
-
-def row_scale(x, s, out_dtype, divide):
-    """Rows scaled by one factor each (``row_scale`` of :mod:`._dispatch`): the float32 (wider) copy of ``x``
-    times (over) ``s``, rounded once to ``out_dtype``."""
-    wide = torch.promote_types(x.dtype, s.dtype)
-    y = x.to(wide)
-    return (y / s if divide else y * s).to(out_dtype)

@@ -228,11 +228,11 @@ ROW_CHUNK = 1 << 20
 
 
 def row_scale(x, s, out_dtype, divide):
-    """Rows scaled by one factor each (``row_scale`` of :mod:`._dispatch`). On the CPU, torch computes a 16-bit
-    tensor times a float32 one element by element through a generic converting path (measured ~10x slower than
-    this for N=100k x 128 bf16), so the rows go through one reused scratch block in the wider dtype: a copy,
-    the product in place and a rounding copy per block, the same values bit for bit. The result and the
-    scratch come from the CPU kernels' buffer cache when 1 MiB or more (:func:`mpgraph.ops.cpu_cache_info`);
+    """Rows scaled by one factor each (:func:`._dispatch.row_scale`'s route without Numba). On the CPU, torch
+    computes a 16-bit tensor times a float32 one element by element through a generic converting path (measured
+    ~10x slower than this for N=100k x 128 bf16), so the rows go through one reused scratch block in the wider
+    dtype: a copy, the product in place and a rounding copy per block, the same values bit for bit. The result
+    and the scratch come from the CPU kernels' buffer cache when 1 MiB or more (:func:`mpgraph.ops.cpu_cache_info`);
     elsewhere this is ``torch.mul(x, s, out=...)`` itself."""
     from ._cpu._buffers import cached_empty
 

@@ -190,13 +190,15 @@ def test_output_dtype_is_input_dtype():
     (torch.bfloat16, torch.float32, torch.bfloat16), (torch.float16, torch.float32, torch.float32),
     (torch.float32, torch.float32, torch.bfloat16), (torch.bfloat16, torch.float64, torch.bfloat16),
     (torch.float32, torch.float32, torch.float32)], ids=["bf16", "f16-to-f32", "f32-to-bf16", "bf16-f64", "f32"])
-@pytest.mark.parametrize("backend", ["cpu", "torch", "reference"])
-def test_rowwise_scale_matches_torch_bit_for_bit(monkeypatch, backend, divide, x_dtype, s_dtype, out_dtype):
-    """The row scaling (mean backward, GraphConv norms) gives exactly torch's mixed-dtype result on every
-    backend that takes the call: the Numba pass, the torch backend's blocks across chunk boundaries (7 rows per
-    chunk: 10 chunks, a short last one) and the reference; ``x`` non-contiguous too, and left unchanged."""
+@pytest.mark.parametrize("route", ["rowwise_scale", "cpu", "torch"])
+def test_rowwise_scale_matches_torch_bit_for_bit(monkeypatch, route, divide, x_dtype, s_dtype, out_dtype):
+    """The row scaling (mean backward, GraphConv norms) gives exactly torch's mixed-dtype result through the
+    public helper and through each route :func:`mpgraph.ops._dispatch.row_scale` can take: the Numba pass and the
+    torch backend's blocks across chunk boundaries (7 rows per chunk: 10 chunks, a short last one); ``x``
+    non-contiguous too, and left unchanged. A forced backend does not apply to it, and nothing is recorded."""
     from mpgraph import precision
     from mpgraph.ops import _cpu, _dispatch, _torch_backend
+    from mpgraph.ops._cpu import _backend as cpu_backend
 
     monkeypatch.setattr(_torch_backend, "ROW_CHUNK", 7 * 3 * 2)
     gen = torch.Generator().manual_seed(4)
@@ -204,13 +206,18 @@ def test_rowwise_scale_matches_torch_bit_for_bit(monkeypatch, backend, divide, x
               (torch.randn(67, 3, 4, generator=gen) * 100).to(x_dtype)[:, :, ::2]):
         s = torch.randint(1, 1000, (67, 1, 1), generator=gen).to(s_dtype)
         before = x.clone()
-        mixed = not (x.dtype == s.dtype == out_dtype)
-        if mixed and backend == "cpu" and (s_dtype != torch.float32 or not _cpu.available()):
-            continue            # float64 factors: the cpu kernel does not take the call
-        with _dispatch.use_backend(backend, strict=mixed), _dispatch.record_backends() as ran:
-            got = precision.rowwise_scale(x, s, out_dtype, divide=divide)
-        assert ran == ([backend] if mixed else [])
+        if route == "rowwise_scale":
+            with _dispatch.use_backend("reference", strict=True), _dispatch.record_backends() as ran:
+                got = precision.rowwise_scale(x, s, out_dtype, divide=divide)
+            assert ran == []
+        elif route == "cpu":
+            if not (_cpu.available() and cpu_backend.row_scale_supports(x, s, out_dtype, divide)):
+                assert s_dtype == torch.float64 or not _cpu.available()     # the only calls it leaves
+                continue
+            got = cpu_backend.row_scale(x, s, out_dtype, divide)
+        else:
+            got = _torch_backend.row_scale(x, s, out_dtype, divide)
         expected = torch.empty(x.shape, dtype=out_dtype)
         (torch.div if divide else torch.mul)(x, s, out=expected)
-        assert got.dtype == out_dtype and torch.equal(got, expected)
+        assert got.dtype == out_dtype and torch.equal(got, expected), route
         assert torch.equal(x, before)

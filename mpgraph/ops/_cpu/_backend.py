@@ -318,7 +318,8 @@ def row_scale_supports(x, s, out_dtype, divide):
 
 
 def row_scale(x, s, out_dtype, divide):
-    """Rows scaled by one float32 factor each (:mod:`.rowscale`)."""
+    """Rows scaled by one float32 factor each (:mod:`.rowscale`; routed by :func:`mpgraph.ops._dispatch.row_scale`,
+    not a dispatch op)."""
     from .rowscale import row_scale as kernel
 
     return kernel(x, s, out_dtype, divide)
@@ -338,5 +339,4 @@ KERNELS = {
     "winners_product_backward": (winners_product_backward, winners_product_backward_supports),
     "dropout": (dropout, dropout_supports),
     "dropout_backward": (dropout_backward, dropout_backward_supports),
-    "row_scale": (row_scale, row_scale_supports),
 }
