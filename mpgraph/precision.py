@@ -139,12 +139,6 @@ def rowwise_scale(x, s, out_dtype, divide=False):
             [0.7500, 1.0000]], dtype=torch.bfloat16)
     """
     from .ops import _dispatch      # (lazy: mpgraph.ops imports this module)
-    if x.dtype == s.dtype == out_dtype or x.dim() == 0 or x.shape[0] == 0:
-        from .ops._cpu._buffers import cached_empty
-        out = cached_empty(x.shape, out_dtype) if x.device.type == "cpu" else None   # large: reused pages
-        if out is None:
-            out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-        return (torch.div if divide else torch.mul)(x, s, out=out)
     return _dispatch.row_scale(x, s, out_dtype, divide)
 
 

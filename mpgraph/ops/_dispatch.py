@@ -629,15 +629,18 @@ def dropout_backward(state, grad, p, seed):
 
 
 def row_scale(x, s, out_dtype, divide=False):
-    """``x * s`` (``x / s`` with ``divide``) into ``out_dtype``, one factor per row of ``x: (N, *F)`` (``N >= 1``;
-    ``s`` shaped ``(N, 1, ...)``), formed in the wider of the two dtypes and rounded once, as
-    ``torch.mul(x, s, out=out)`` computes it: the route of :func:`mpgraph.precision.rowwise_scale` for mixed
-    dtypes. An elementwise helper, not a graph op (as :func:`dense_upcast_dtype` routes the dense products):
-    the Numba pass (:mod:`mpgraph.ops._cpu.rowscale`) for CPU tensors of float32 factors and 16/32-bit rows
-    when Numba is present, else :func:`mpgraph.ops._torch_backend.row_scale`; a forced backend
-    (:func:`use_backend`) does not apply, and nothing is recorded. Both give the same values, bit for bit."""
+    """``x * s`` (``x / s`` with ``divide``) into ``out_dtype``, one factor per row of ``x: (N, *F)`` (``s`` shaped
+    ``(N, 1, ...)``), formed in the wider of the two dtypes and rounded once, as ``torch.mul(x, s, out=out)``
+    computes it: the route of :func:`mpgraph.precision.rowwise_scale`. An elementwise helper, not a graph op (as
+    :func:`dense_upcast_dtype` routes the dense products): for mixed dtypes, the Numba pass
+    (:mod:`mpgraph.ops._cpu.rowscale`) for CPU tensors of float32 factors and 16/32-bit rows when Numba is
+    present, else :func:`mpgraph.ops._torch_backend.row_scale`; one dtype throughout, a 0-d ``x`` or no rows go
+    to that function's direct ``torch.mul``. A forced backend (:func:`use_backend`) does not apply, and nothing
+    is recorded. All give the same values, bit for bit."""
     from . import _torch_backend
     from ._cpu import _backend as cpu       # imports no Numba; ``row_scale_supports`` asks whether it loads
+    if x.dtype == s.dtype == out_dtype or x.dim() == 0 or x.shape[0] == 0:
+        return _torch_backend.row_scale(x, s, out_dtype, divide)        # one dtype, or nothing to walk: torch's op
     if cpu.row_scale_supports(x, s, out_dtype, divide):
         return cpu.row_scale(x, s, out_dtype, divide)
     return _torch_backend.row_scale(x, s, out_dtype, divide)

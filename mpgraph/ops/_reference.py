@@ -370,4 +370,3 @@ def dropout(x, p, seed):
 def dropout_backward(grad, p, seed, saved):
     """The gradient of :func:`dropout`: the same seeded mask and scale applied to ``grad``."""
     return _apply_seeded_mask(grad, p, seed)
-

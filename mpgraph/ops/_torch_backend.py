@@ -232,8 +232,9 @@ def row_scale(x, s, out_dtype, divide):
     computes a 16-bit tensor times a float32 one element by element through a generic converting path (measured
     ~10x slower than this for N=100k x 128 bf16), so the rows go through one reused scratch block in the wider
     dtype: a copy, the product in place and a rounding copy per block, the same values bit for bit. The result
-    and the scratch come from the CPU kernels' buffer cache when 1 MiB or more (:func:`mpgraph.ops.cpu_cache_info`);
-    elsewhere this is ``torch.mul(x, s, out=...)`` itself."""
+    and the scratch come from the CPU kernels' buffer cache when 1 MiB or more (:func:`mpgraph.ops.cpu_cache_info`).
+    Off the CPU, with one dtype throughout, a 0-d ``x`` or no rows, this is ``torch.mul(x, s, out=...)`` itself
+    (into a cached result on the CPU)."""
     from ._cpu._buffers import cached_empty
 
     op = torch.div if divide else torch.mul
@@ -241,7 +242,7 @@ def row_scale(x, s, out_dtype, divide):
     out = cached_empty(x.shape, out_dtype) if cpu else None   # large: reused pages
     if out is None:
         out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-    if not cpu:
+    if not cpu or x.dtype == s.dtype == out_dtype or x.dim() == 0 or x.shape[0] == 0:
         return op(x, s, out=out)
     wide = torch.promote_types(x.dtype, s.dtype)
     rows = max(1, ROW_CHUNK // max(1, x[0].numel()))

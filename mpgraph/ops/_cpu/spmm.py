@@ -857,14 +857,10 @@ def _slab_kernel(op, reduce, scalar_rhs, W):
         while c < work:
             b = c // nchunks
             ch = c - b * nchunks
-            if W == BLOCK:
-                _CHUNK(op, reduce, W, b * W, raw_get(bounds, ch), raw_get(bounds, ch + 1), indptr, k_last, indices,
-                       eid, lhs[b * W * (n_src - 1):], rhs, out, owner_slot, owner_slot, F, W, Fr,
-                       scalar_rhs, 0, pf_dist, owner, owner_slot)
-            else:
-                _CHUNK_16(op, reduce, W, b * W, raw_get(bounds, ch), raw_get(bounds, ch + 1), indptr, k_last, indices,
-                       eid, lhs[b * W * (n_src - 1):], rhs, out, owner_slot, owner_slot, F, W, Fr,
-                       scalar_rhs, 0, pf_dist, owner, owner_slot)
+            # W is the width of the pass for ``out``'s dtype (:func:`slab_width`), so the full-width pass fits
+            _whole_pass(op, reduce, W, b * W, raw_get(bounds, ch), raw_get(bounds, ch + 1), indptr, k_last,
+                        indices, eid, lhs[b * W * (n_src - 1):], rhs, out, owner_slot, owner_slot, F, W, Fr,
+                        scalar_rhs, 0, pf_dist, owner, owner_slot)
             c = atomic_fetch_add(counter, 0, 1)
         owner[0] = 0  # keeps the scratch owners alive past the loop
         owner_slot[0] = 0
