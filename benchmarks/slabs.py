@@ -53,44 +53,54 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--graphs", default="gcn,30000,100000")
     p.add_argument("--edges", type=int, default=2_000_000, help="edges of the uniform graphs")
-    p.add_argument("--dims", default="256")
-    p.add_argument("--dtypes", default="float32")
-    p.add_argument("--ops", default="copy_u_sum")
-    p.add_argument("--reps", type=int, default=9)
-    p.add_argument("--rounds", type=int, default=1, help="timings of each case, one after another")
+    case_args(p, dims="256", dtypes="float32", ops="copy_u_sum")
     p.add_argument("--force", action="store_true", help="take the slabs even where the L3 rule would not")
     a = p.parse_args(argv)
     if a.force:
         S.L3_BYTES = 1 << 40
-    gen = torch.Generator().manual_seed(1)
     for gname in a.graphs.split(","):
-        indptr, indices, eid, N = structure(gname, a.edges)
-        E = int(indptr[-1])
-        for dname in a.dtypes.split(","):
-            dtype = DTYPES[dname]
-            for D in (int(d) for d in a.dims.split(",")):
-                x = torch.randn(N, D, generator=gen).to(dtype)
-                w = torch.rand(E, 1, generator=gen).to(dtype)
-                for op_name in a.ops.split(","):
-                    op, reduce = OPS[op_name]
-                    rhs = w if op == "mul" else None
-                    layout = S.RHS_BLOCK if rhs is not None else S.SAME
-                    taken = bool(S.slab_width(op, layout, False, 1, D, N, E,
-                                              [x.dtype] + ([] if rhs is None else [rhs.dtype])))
+        compare(structure(gname, a.edges), gname, a, DTYPES, S.slab_width, "slabs")
 
-                    def run(whole, op=op, reduce=reduce, x=x, rhs=rhs, s=(indptr, indices, eid)):
-                        return S.gspmm(op, reduce, *s, x, rhs, need_arg=False, whole_rows=whole)[0]
 
-                    if not torch.equal(run(True), run(False)):
-                        raise SystemExit(f"{gname} {op_name} {dname} D={D}: slabs and the row walk differ")
-                    for _ in range(a.rounds):
-                        ms = timed({"slabs": lambda run=run: run(True), "walk": lambda run=run: run(False)}, a.reps)
-                        print(json.dumps({"bench": "slabs", "graph": gname, "N": N, "E": E, "op": op_name,
-                                          "dtype": dname, "D": D, "slabs": taken, "reps": a.reps,
-                                          "threads": torch.get_num_threads(), "slabs_ms": round(ms["slabs"], 2),
-                                          "walk_ms": round(ms["walk"], 2),
-                                          "slabs_over_walk": round(ms["slabs"] / ms["walk"], 3)}), flush=True)
+def case_args(p, dims, dtypes, ops):
+    """The options of :func:`compare` on the parser ``p``, with these defaults."""
+    p.add_argument("--dims", default=dims)
+    p.add_argument("--dtypes", default=dtypes)
+    p.add_argument("--ops", default=ops)
+    p.add_argument("--reps", type=int, default=9)
+    p.add_argument("--rounds", type=int, default=1, help="timings of each case, one after another")
 
+
+def compare(s, gname, a, dtypes, policy, bench):
+    """Time ``gspmm(..., whole_rows=True)`` (as ``bench``) against the row walk on the structure ``s`` (``(indptr,
+    indices, eid, N)``) for each of ``a.dtypes``, ``a.dims`` and ``a.ops``, after checking the two are equal bit for
+    bit; print a JSON line per round, ``bench`` true where ``policy`` (the arguments of :func:`spmm.slab_width`)
+    takes the path."""
+    indptr, indices, eid, N = s
+    E = int(indptr[-1])
+    gen = torch.Generator().manual_seed(1)
+    for dname in a.dtypes.split(","):
+        dtype = dtypes[dname]
+        for D in (int(d) for d in a.dims.split(",")):
+            x = torch.randn(N, D, generator=gen).to(dtype)
+            w = torch.rand(E, 1, generator=gen).to(dtype)
+            for op_name in a.ops.split(","):
+                op, reduce = OPS[op_name]
+                rhs = w if op == "mul" else None
+                layout = S.RHS_BLOCK if rhs is not None else S.SAME
+                taken = bool(policy(op, layout, False, 1, D, N, E, [x.dtype] + ([] if rhs is None else [rhs.dtype])))
+
+                def run(whole, op=op, reduce=reduce, x=x, rhs=rhs):
+                    return S.gspmm(op, reduce, indptr, indices, eid, x, rhs, need_arg=False, whole_rows=whole)[0]
+
+                if not torch.equal(run(True), run(False)):
+                    raise SystemExit(f"{gname} {op_name} {dname} D={D}: {bench} and the row walk differ")
+                for _ in range(a.rounds):
+                    ms = timed({bench: lambda run=run: run(True), "walk": lambda run=run: run(False)}, a.reps)
+                    print(json.dumps({"bench": bench, "graph": gname, "N": N, "E": E, "op": op_name, "dtype": dname,
+                                      "D": D, bench: taken, "reps": a.reps, "threads": torch.get_num_threads(),
+                                      f"{bench}_ms": round(ms[bench], 2), "walk_ms": round(ms["walk"], 2),
+                                      f"{bench}_over_walk": round(ms[bench] / ms["walk"], 3)}), flush=True)
 
 if __name__ == "__main__":
     main()

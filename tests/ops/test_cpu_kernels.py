@@ -343,6 +343,87 @@ def test_slab_width_policy(monkeypatch):
     assert S.slab_width("copy_lhs", S.SAME, False, 0, 256, 0, 0, [F32]) == 0
 
 
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=["f32", "bf16", "f16"])
+def test_spmm_padded_rows_equal_the_row_walk(monkeypatch, dtype):
+    """Rows of 33 to 63 columns (:func:`spmm.pad_width`) are copied into rows of 64 columns (zeros after the
+    last), gathered by the 64-column pass into padded rows, and their columns copied out. Each reduction without
+    winners, for ``copy_u`` and ``u_mul_e`` with ``(E, 1)``, ``(E,)`` and ``(E, 1, 1)`` weights (the last GAT's
+    one head) and a non-contiguous ``lhs`` must equal the row walk (``whole_rows=False``) bit for bit and match
+    the float64 formula, on a graph with a hub, rows without edges and edge ids out of slot order; ``lhs`` and
+    the weights are unchanged. Through the public op, on int32 and int64 graphs, the forward and the gradient (a
+    padded gather over the out-edges) match float64."""
+    from mpgraph.ops._cpu import spmm as S
+    monkeypatch.setattr(S, "PAD_MIN_EDGES", 0)          # a small graph takes them
+    N, E = 40, 3000                                       # 75 edges per source row
+    src, dst, (indptr, indices, eid) = random_hub_graph(N, E, empty=5, hub=300, seed=12)
+    copies = []
+    real_copy = S._copy_rows
+    monkeypatch.setattr(S, "_copy_rows", lambda *a: copies.append(a[0].shape) or real_copy(*a))
+    cases = [(33, "copy_lhs", None, "sum"), (41, "copy_lhs", None, "mean"), (63, "copy_lhs", None, "max"),
+             (47, "copy_lhs", None, "min"), (41, "mul", (1,), "sum"), (33, "mul", (), "mean"),
+             (50, "mul", (1,), "max"), (41, "mul", (1, 1), "sum")]
+    for D, op, rshape, reduce in cases:
+        shape = (N, 2 * D) if rshape != (1, 1) else (N, 1, 2 * D)
+        lhs = rand(shape, dtype, 1).to(dtype)[..., ::2]      # every other column: not contiguous
+        rhs = None if rshape is None else rand((E,) + rshape, dtype, 2, positive=True).to(dtype)
+        layout = S.SAME if rhs is None else S.RHS_BLOCK
+        assert S.pad_width(op, layout, False, 1, D, N, E, [dtype]) == 64, (D, op)
+        before = (lhs.clone(), None if rhs is None else rhs.clone())
+        copies.clear()
+        runs = [S.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg=False, whole_rows=whole)[0]
+                for whole in (True, False)]
+        assert copies == [(N, D), (N, 64)], copies         # padded in, padded result out: the path was taken
+        assert runs[0].shape == (N,) + tuple(lhs.shape[1:]), (D, op, runs[0].shape)
+        assert torch.equal(runs[0], runs[1]), (D, op, reduce)
+        assert torch.equal(lhs, before[0]) and (rhs is None or torch.equal(rhs, before[1]))
+        ref = ref_spmm(op, reduce, src, dst, N, lhs.to(F64).reshape(N, D),
+                       None if rhs is None else rhs.to(F64).reshape(E, 1))
+        assert_close(runs[0].reshape(N, D), ref, dtype)
+        assert not runs[0][N - 5:].any()
+    import mpgraph
+    from mpgraph.ops import copy_u_sum
+    x64 = rand((N, 41), dtype, 3)
+    ref = ref_spmm("copy_lhs", "sum", src, dst, N, x64, None)
+    grad_ref = ref_spmm("copy_lhs", "sum", dst, src, N, torch.ones(N, 41, dtype=F64), None)
+    for idtype in (torch.int32, torch.int64):
+        g = mpgraph.graph((src, dst), num_nodes=N, idtype=idtype)
+        x = x64.to(dtype).requires_grad_()
+        copies.clear()
+        y = copy_u_sum(g, x)
+        y.float().sum().backward()
+        assert len(copies) == 4, copies                   # the forward and the gradient both padded
+        assert_close(y, ref, dtype)
+        assert_close(x.grad, grad_ref, dtype)
+
+
+def test_pad_width_policy():
+    """Padded rows only where they were measured to pay: 33 to 63 columns, float32/bfloat16/float16 copies or
+    products with one weight per edge, no winners, at least ``PAD_MIN_DEGREE`` edges per source row and
+    ``PAD_MIN_EDGES`` edges."""
+    from mpgraph.ops._cpu import spmm as S
+    n, e = 2330, 1_142_346                                    # the guide's GCN graph
+    assert S.PAD_MIN_DEGREE == 64
+    for dtype in (F32, BF16, F16):
+        assert S.pad_width("copy_lhs", S.SAME, False, 0, 41, n, e, [dtype]) == 64
+        assert S.pad_width("mul", S.RHS_BLOCK, False, 1, 41, n, e, [dtype, dtype]) == 64
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 33, n, e, [F32]) == 64
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 63, n, e, [F32]) == 64
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 32, n, e, [F32]) == 0        # the walk is fast there
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 64, n, e, [F32]) == 0        # a whole pass already
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 100, n, e, [BF16]) == 0
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 41, n, e, [F64]) == 0
+    assert S.pad_width("copy_lhs", S.SAME, True, 0, 41, n, e, [F32]) == 0         # winners
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 41, 50_000, 1_600_000, [F32]) == 0   # 32 edges a row
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 41, 100, 6400, [F32]) == 0     # a small call
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 41, 8000, 1 << 19, [F32]) == 64
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 41, 8000, (1 << 19) - 1, [F32]) == 0
+    assert S.pad_width("mul", S.SAME, False, 41, 41, n, e, [F32]) == 0           # an (E, D) operand
+    assert S.pad_width("mul", S.RHS_BLOCK, False, 4, 41, n, e, [F32]) == 0       # heads
+    assert S.pad_width("mul", S.RHS_BLOCK, False, 1, 41, n, e, [F32, BF16]) == 0  # mixed dtypes
+    assert S.pad_width("copy_rhs", S.SAME, False, 41, 41, n, e, [F32]) == 0      # edge rows
+    assert S.pad_width("copy_lhs", S.SAME, False, 0, 41, 0, 0, [F32]) == 0
+
+
 def test_cache_size_from_sysfs(tmp_path):
     """The L3 size the slab policy plans with comes from sysfs entries like Linux's (level, type, size with a
     K/M suffix); a missing directory or no such level gives the default."""

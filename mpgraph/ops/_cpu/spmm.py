@@ -810,7 +810,7 @@ def _spmm_kernel(op, reduce, layout, need_arg, heads, whole):
     broadcast whose heads are narrower than a pass (:func:`heads_seg`), compiled into the kernel; 0 otherwise.
     ``whole``: the width of a pass that covers each row (:func:`takes_whole_rows`; 0: none), so a chunk of rows
     takes one call of it; negative, ``-W``: ``lhs`` is the source rows in slabs of ``W`` columns
-    (:func:`slab_width`, :func:`_slab_kernel`).
+    (:func:`slab_width`, :func:`_slab_kernel`; one slab for rows padded to ``W``, :func:`pad_width`).
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
     if whole < 0:
@@ -840,6 +840,7 @@ def _slab_kernel(op, reduce, scalar_rhs, W):
     (a chunk walking all its slabs before the next chunk made every chunk fetch every slab again: no faster
     than the row walk)."""
     source_hash = SOURCE_HASH
+    chunk_pass = _CHUNK if W == BLOCK else _CHUNK_16     # the full-width pass of W columns, for every dtype
 
     @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r,
@@ -857,10 +858,9 @@ def _slab_kernel(op, reduce, scalar_rhs, W):
         while c < work:
             b = c // nchunks
             ch = c - b * nchunks
-            # W is the width of the pass for ``out``'s dtype (:func:`slab_width`), so the full-width pass fits
-            _whole_pass(op, reduce, W, b * W, raw_get(bounds, ch), raw_get(bounds, ch + 1), indptr, k_last,
-                        indices, eid, lhs[b * W * (n_src - 1):], rhs, out, owner_slot, owner_slot, F, W, Fr,
-                        scalar_rhs, 0, pf_dist, owner, owner_slot)
+            chunk_pass(op, reduce, W, b * W, raw_get(bounds, ch), raw_get(bounds, ch + 1), indptr, k_last,
+                       indices, eid, lhs[b * W * (n_src - 1):], rhs, out, owner_slot, owner_slot, F, W, Fr,
+                       scalar_rhs, 0, pf_dist, owner, owner_slot)
             c = atomic_fetch_add(counter, 0, 1)
         owner[0] = 0  # keeps the scratch owners alive past the loop
         owner_slot[0] = 0
@@ -891,6 +891,79 @@ def _repack_kernel(W):
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
+
+
+@functools.cache
+def _copy_rows_kernel():
+    """``kernel(counter, bounds, src, dst, Fs, Fd)``: the rows ``bounds[c] : bounds[c + 1]`` of the flat ``(N, Fs)``
+    ``src`` copied into the flat ``(N, Fd)`` ``dst``, the first ``min(Fs, Fd)`` columns, the rest of a wider
+    ``dst`` row set to zero; chunks claimed from ``counter``."""
+    source_hash = SOURCE_HASH
+
+    @cached_njit(nogil=True)
+    def kernel(counter, bounds, src, dst, Fs, Fd):
+        _ = source_hash
+        nchunks = bounds.size - 1
+        src, dst = borrow(src), borrow(dst)
+        n = min(Fs, Fd)
+        zero = dst[0] * 0
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < nchunks:
+            for r in range(raw_get(bounds, c), raw_get(bounds, c + 1)):
+                for j in range(n):
+                    dst[r * Fd + j] = src[r * Fs + j]
+                for j in range(n, Fd):
+                    dst[r * Fd + j] = zero
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
+#: row copies of fewer elements than this take one thread: two threads took 0.155 ms against 0.112 for one on
+#: 2,000 rows of 41 columns (handing work to the pool costs about 50 us)
+COPY_PARALLEL_ELEMENTS = 1 << 20
+
+
+def _copy_rows(src, dst, nthreads):
+    """Rows of the tensors ``src`` ``(N, Fs)`` into ``dst`` ``(N, Fd)`` (:func:`_copy_rows_kernel`)."""
+    n = src.shape[0]
+    nthreads = nthreads if n * max(src[0].numel(), dst[0].numel()) >= COPY_PARALLEL_ELEMENTS else 1
+    run_parallel(_copy_rows_kernel(), nthreads, chunk_bounds(np.arange(n + 1, dtype=np.int64), nthreads),
+                 kernel_view(src), kernel_view(dst), int(src[0].numel()), int(dst[0].numel()))
+
+
+#: padded rows are taken only with at least this many edges per source row (:func:`pad_width`)
+PAD_MIN_DEGREE = 64
+#: and at least this many edges: below it the two copies cost about what the registers save
+PAD_MIN_EDGES = 1 << 19
+
+
+def pad_width(op, layout, need_arg, Fr, F, n_src, n_edges, dtypes):
+    """Columns a row narrower than a full-width pass is padded to (64), or 0: the row walk.
+
+    A row of fewer than 64 columns is walked a row at a time by the runtime-width pass, its sums in a scratch
+    row in memory, not in registers: on the guide's GCN graph (2,330 nodes, 1.14M edges) ``copy_u`` sum of 41
+    columns (its classes) took about twice the time of 64. Padded, the source rows are copied into rows of 64
+    columns (zeros after ``F``), the gathers run as column slabs of one slab (:func:`_slab_kernel`: the
+    64-column pass, its sums in registers, a call per chunk of rows) into padded rows, and their first ``F``
+    columns are copied out. Results are bit for bit the row walk's (the padding's columns are summed apart).
+
+    Measured in the forty-third session (2-core AMD EPYC VM; padded against the row walk, two rounds;
+    ``benchmarks/padded_rows.py``, ``benchmarks/results/padded_rows_s43.jsonl``), ``copy_u`` and ``u_mul_e``
+    sums of 41, 48 and 56 columns on graphs of 64 to 490 edges per node (the GCN graph, 11,650 and 50k nodes):
+    0.57-0.91x in float32 and 0.47-0.82x in bfloat16; forced on 100k nodes of 20 edges each, 0.81-1.07x, and on
+    2,000 nodes of 100 (a call of about 1 ms) 0.75-1.05x (1.03-1.21x in a scratch run before the small copies
+    took one thread). In scratch runs 32 columns, which the walk takes fast, padded took 0.95-2.0x, and 33 and
+    40 columns took 1.05-1.13x with 32 edges per node. So: the ops of :func:`slab_width` (``copy_u``, ``u_mul_e`` with
+    ``(E, 1)`` weights) in float32, bfloat16 or float16, without winners, 33 to 63 columns, at
+    least :data:`PAD_MIN_DEGREE` edges per source row and :data:`PAD_MIN_EDGES` edges in all (calls where the
+    copies' fixed cost is a fair part of the time).
+    """
+    if need_arg or n_src == 0 or n_edges < max(PAD_MIN_EDGES, PAD_MIN_DEGREE * n_src) or not BLOCK // 2 < F < BLOCK:
+        return 0
+    if not (op == "copy_lhs" or (layout == RHS_BLOCK and Fr == 1)) or len(set(dtypes)) != 1:
+        return 0
+    return BLOCK if dtypes[0] in (torch.float32, torch.bfloat16, torch.float16) else 0
 
 
 def winner_dtype(num_ids):
@@ -962,9 +1035,9 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         the width of slot winners); computed from ``indptr`` otherwise. Trusted, like the structure.
     whole_rows : bool, default True
         Let rows that one full-width pass covers take one call of it per chunk of rows
-        (:func:`takes_whole_rows`), and rows too wide for the L2 cache be gathered from column slabs
-        (:func:`slab_width`); False walks them a row at a time (the same results, bit for bit: for benchmarks
-        and tests).
+        (:func:`takes_whole_rows`), rows too wide for the L2 cache be gathered from column slabs
+        (:func:`slab_width`), and rows narrower than a pass be padded to one (:func:`pad_width`); False walks
+        them a row at a time (the same results, bit for bit: for benchmarks and tests).
 
     Returns
     -------
@@ -1071,6 +1144,18 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         run_parallel(_repack_kernel(W), nthreads, chunk_bounds(np.arange(n_src + 1, dtype=np.int64), nthreads),
                      lhs_np, kernel_view(slabs), F)
         lhs_np, whole = kernel_view(slabs), -W
+    P = pad_width(op, layout, track, Fr, F, int(lhs.shape[0]), E, dtypes) if whole_rows and lhs is not None \
+        and not W else 0
+    if P:
+        # rows padded to one pass (zeros after F), gathered as one slab into padded rows, F columns copied out
+        padded = empty_out((int(lhs.shape[0]), P), lhs.dtype)
+        _copy_rows(lhs.contiguous().view(-1, F), padded, nthreads)
+        wide = empty_out((R, P), out.dtype)
+        run_parallel(spmm_kernel(op, reduce, layout, track, heads, -P), nthreads, bounds, indptr_np, indices_np,
+                     eid_np, kernel_view(padded), rhs_np, kernel_view(wide), index_view(arg_lhs),
+                     index_view(arg_rhs), P, P, Fr, B, index_view(lhs_off), index_view(rhs_off), pf)
+        _copy_rows(wide, out.view(R, F), nthreads)
+        return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
     run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole), nthreads, bounds, indptr_np, indices_np,
                  eid_np, lhs_np, rhs_np, kernel_view(out), index_view(arg_lhs), index_view(arg_rhs), F, Fl, Fr, B,
                  index_view(lhs_off), index_view(rhs_off), pf)
