@@ -226,11 +226,11 @@ ONE_PASS_ROWS = {
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_spmm_rows_of_one_pass_take_whole_chunks(dtype):
-    """When one full-width pass covers a row (64 columns in fp32 and fp64, 128 in 16-bit), the row driver hands
+    """When one value pass covers a row (64 columns in fp32 and fp64, 128 or 64 in 16-bit), the row driver hands
     the pass whole chunks of rows, empty ones included, instead of one row at a time. The same pass computes the
     first ``W`` columns of rows twice as wide a row at a time: the two must agree bit for bit (and match the
-    float64 formula), on a graph with a hub, rows without edges and edge ids out of slot order."""
-    W = 128 if dtype in (F16, BF16) else 64
+    float64 formula), on a graph with a hub, rows without edges and edge ids out of slot order; so must the row
+    walk (``whole_rows=False``)."""
     gen = torch.Generator().manual_seed(5)
     N, E = 400, 6000
     src = torch.randint(0, N, (E,), generator=gen)
@@ -239,23 +239,31 @@ def test_spmm_rows_of_one_pass_take_whole_chunks(dtype):
     dst[700:705] = N - 10                                        # one row among them that has a few
     indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
     assert not torch.equal(eid, torch.arange(E))
-    for op, reduce, rshape in ONE_PASS_ROWS[dtype]:
-        lhs = None if op == "copy_rhs" else rand((N, 2 * W), dtype, 1)
-        if op == "copy_lhs":
-            rhs = None
-        elif rshape == "W":
-            rhs = rand((E, 2 * W), dtype, 2, positive=True)
-        else:
-            rhs = rand((E,) + rshape, dtype, 2, positive=True)
-        wide = K.gspmm(op, reduce, indptr, indices, eid, None if lhs is None else lhs.to(dtype),
-                       None if rhs is None else rhs.to(dtype), need_arg=False)[0]
-        lhs_w = None if lhs is None else lhs[:, :W]
-        rhs_w = rhs[:, :W] if rshape == "W" else rhs
-        one = K.gspmm(op, reduce, indptr, indices, eid, None if lhs_w is None else lhs_w.to(dtype),
-                      None if rhs_w is None else rhs_w.to(dtype), need_arg=False)[0]
-        assert one.shape == (N, W) and torch.equal(one, wide[:, :W]), (op, reduce, rshape)
-        assert_close(one, ref_spmm(op, reduce, src, dst, N, lhs_w, rhs_w), dtype)
-        assert not one[N - 20:N - 10].any() and one[N - 10].any(), (op, reduce)
+    for W in ((128, 64) if dtype in (F16, BF16) else (64,)):
+        for op, reduce, rshape in ONE_PASS_ROWS[dtype]:
+            lhs = None if op == "copy_rhs" else rand((N, 2 * W), dtype, 1)
+            if op == "copy_lhs":
+                rhs = None
+            elif rshape == "W":
+                rhs = rand((E, 2 * W), dtype, 2, positive=True)
+            else:
+                rhs = rand((E,) + rshape, dtype, 2, positive=True)
+            wide = K.gspmm(op, reduce, indptr, indices, eid, None if lhs is None else lhs.to(dtype),
+                           None if rhs is None else rhs.to(dtype), need_arg=False)[0]
+            lhs_w = None if lhs is None else lhs[:, :W]
+            rhs_w = rhs[:, :W] if rshape == "W" else rhs
+            one, walk = (K.gspmm(op, reduce, indptr, indices, eid, None if lhs_w is None else lhs_w.to(dtype),
+                                 None if rhs_w is None else rhs_w.to(dtype), need_arg=False, whole_rows=whole)[0]
+                         for whole in (True, False))
+            assert one.shape == (N, W) and torch.equal(one, wide[:, :W]), (W, op, reduce, rshape)
+            assert torch.equal(one, walk), (W, op, reduce, rshape)
+            assert_close(one, ref_spmm(op, reduce, src, dst, N, lhs_w, rhs_w), dtype)
+            assert not one[N - 20:N - 10].any() and one[N - 10].any(), (op, reduce)
+    if dtype in (F16, BF16):
+        from mpgraph.ops._cpu import spmm as S
+        assert S.takes_whole_rows(S.SAME, False, 64, 64, 64, dtype) == 64
+        assert S.takes_whole_rows(S.RHS_BLOCK, False, 1, 64, 64, dtype) == 64
+        assert S.takes_whole_rows(S.SAME, True, 64, 64, 64, dtype) == 0             # winners
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)

@@ -380,23 +380,6 @@ _CHUNK, _CHUNK_16 = _make_value_pass(BLOCK, True), _make_value_pass(BLOCK_16, Tr
 _CHUNK_1 = _make_value_pass(1, True)
 
 
-def _whole_pass(op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
-                scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
-    """The full-width value pass for ``out``'s dtype (as ``wide`` of :func:`_passes`) over all the rows
-    ``r0 : r1``, for :func:`_whole_rows`."""
-    raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
-
-
-@overload(_whole_pass, prefer_literal=True)
-def _whole_pass_impl(op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl,
-                     Fr, scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot):
-    fn = _CHUNK_16 if out.dtype.bitwidth == 16 else _CHUNK
-    return (lambda op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
-            scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot:
-            fn(op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
-               scalar_rhs, rhs_col, pf_dist, scratch, scratch_slot))
-
-
 @njit
 def _empty_row(op, out, arg_l, arg_r, o, F, track):
     zero = acc_zero(out)
@@ -440,30 +423,34 @@ def _row_driver(segments, track):
 
 def takes_whole_rows(layout, need_arg, Fr, B, F, out_dtype):
     """The pass width with which :func:`spmm_kernel` takes the rows whole (its ``whole`` argument), 0 if it does
-    not: one full-width value pass covers each row, a single segment of :func:`_block_width` columns (fp32/fp64
-    rows of 64, 16-bit rows of 128), or the row is one column (``1``: one value per edge and node, as GAT's
-    attention sums of one head), with no winners to record."""
+    not: one value pass covers each row, a single segment of :func:`_block_width` columns (fp32/fp64 rows of 64,
+    16-bit rows of 128) or a 16-bit row of 64 columns (the 64-column pass), or the row is one column (``1``: one
+    value per edge and node, as GAT's attention sums of one head), with no winners to record."""
     if need_arg:
         return 0
-    width = BLOCK_16 if out_dtype.itemsize == 2 else BLOCK
-    if (layout == SAME and F == width) or (layout == RHS_BLOCK and Fr == 1 and B == width):
-        return width
+    # 16-bit rows of 64 columns too: the 64-column pass the row walk gives them (forty-third session)
+    for width in ((BLOCK_16, BLOCK) if out_dtype.itemsize == 2 else (BLOCK,)):
+        if (layout == SAME and F == width) or (layout == RHS_BLOCK and Fr == 1 and B == width):
+            return width
     if F == 1 and (layout == SAME or (layout == RHS_BLOCK and Fr == 1)):
         return 1
     return 0
 
 
 @functools.cache
-def _whole_rows(one_column):
-    """Rows ``r_begin : r_end`` when one pass covers each (:func:`takes_whole_rows`): one call of the pass for all of
-    them, the full-width pass for ``out``'s dtype, or with ``one_column`` (``F == 1``) the one-column pass, its
-    accumulator a register. On the 10M-edge graph (about 10 edges a row) a call per row took 1.17-1.32x this
-    time in bf16 (D=128), 1.13-1.21x in fp32 (D=64) and 1.03-1.10x in float16 (sum, mean, max, u_mul_e sum;
-    ``benchmarks/whole_rows.py``, thirty-eighth session): the call's set-up, and in bf16 the rounding's
-    constants, were paid per row. Rows of one column walked the runtime-width pass with the accumulator in a
-    scratch row, a call per row: ``copy_e`` sum of one value per edge on the guide's GAT graph (1.14M edges,
-    fp32) took 2.5-2.8 ms against 0.65 ms for a plain loop (fortieth session)."""
-    chunk_pass = _CHUNK_1 if one_column else _whole_pass
+def _whole_rows(width):
+    """Rows ``r_begin : r_end`` when one pass of ``width`` columns covers each (:func:`takes_whole_rows`): one call
+    of that pass for all of them (``width`` 1: the one-column pass, its accumulator a register). On the 10M-edge
+    graph (about 10 edges a row) a call per row took 1.17-1.32x this time in bf16 (D=128), 1.13-1.21x in fp32
+    (D=64) and 1.03-1.10x in float16 (sum, mean, max, u_mul_e sum; ``benchmarks/whole_rows.py``, thirty-eighth
+    session): the call's set-up, and in bf16 the rounding's constants, were paid per row. 16-bit rows of 64
+    columns, walked a row at a time by the same 64-column pass until the forty-third session, take 0.67-0.89x
+    that walk's time on the uniform graph and 0.86-0.94x on the 10M-edge graph (bf16 and fp16, sum, mean, max,
+    u_mul_e sum; ``benchmarks/results/whole_rows_16bit64_s43.jsonl``). Rows of one column walked the
+    runtime-width pass with the accumulator in a scratch row, a call per row: ``copy_e`` sum of one value per
+    edge on the guide's GAT graph (1.14M edges, fp32) took 2.5-2.8 ms against 0.65 ms for a plain loop (fortieth
+    session)."""
+    chunk_pass = {1: _CHUNK_1, BLOCK: _CHUNK, BLOCK_16: _CHUNK_16}[width]
 
     @njit
     def rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, F, Fl, Fr, scalar_rhs, pf_dist):
@@ -756,7 +743,7 @@ def _rows_impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indpt
     kind = layout.literal_value
     if whole.literal_value:
         scalar_rhs = kind == RHS_BLOCK
-        run = _whole_rows(whole.literal_value == 1)
+        run = _whole_rows(whole.literal_value)
 
         def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
                  arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
