@@ -14,14 +14,10 @@ import functools
 import numpy as np
 import torch
 
-from ._core import (SOURCE_HASH, atomic_fetch_add, borrow, cached_njit, chunk_bounds, empty_out, kernel_view, load,
-                    num_threads, raw_get, run_parallel, store, to_acc)
+from ._core import (PASS_SERIAL_WORK, SOURCE_HASH, atomic_fetch_add, borrow, cached_njit, chunk_bounds, empty_out,
+                    kernel_view, load, num_threads, raw_get, run_parallel, store, to_acc)
 from ._layout import check_float
 
-
-#: fewer elements than this take one thread: handing work to the pool cost about 50 us a call, more than the
-#: second thread saves below a few hundred thousand elements (2-core AMD EPYC VM, forty-second session)
-PARALLEL_ELEMENTS = 1 << 20
 
 
 @functools.cache
@@ -79,7 +75,7 @@ def row_scale(x, s, out_dtype, divide=False):
     F = x.numel() // N if N else 0
     if N == 0 or F == 0:
         return out
-    n = num_threads(N * F) if N * F >= PARALLEL_ELEMENTS else 1
+    n = num_threads(N * F, PASS_SERIAL_WORK)
     bounds = chunk_bounds(np.arange(N + 1, dtype=np.int64), n)
     run_parallel(_kernel(bool(divide)), n, bounds, kernel_view(x.contiguous()), s.reshape(-1).contiguous().numpy(),
                  kernel_view(out), F)

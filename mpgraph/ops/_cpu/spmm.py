@@ -33,9 +33,9 @@ import torch
 from numba import njit, types
 from numba.extending import overload
 
-from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds, edge_of,
-                    empty_out, index_view, kernel_view, line_elems, load, load_pair, num_threads, pair_loads, prefetch,
-                    raw_get, raw_set, run_parallel, select, stack_acc, stack_i32, store, to_acc)
+from ._core import (PASS_SERIAL_WORK, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit,
+                    chunk_bounds, edge_of, empty_out, index_view, kernel_view, line_elems, load, load_pair, num_threads,
+                    pair_loads, prefetch, raw_get, raw_set, run_parallel, select, stack_acc, stack_i32, store, to_acc)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       needs_fp64_pass)
 from ._ops import (REDUCES, SPMM_OPS, better, binop, is_arg_literal, is_arg_reduce, is_mean, literal_value,
@@ -906,15 +906,10 @@ def _copy_rows_kernel():
     return kernel
 
 
-#: row copies of fewer elements than this take one thread: two threads took 0.155 ms against 0.112 for one on
-#: 2,000 rows of 41 columns (handing work to the pool costs about 50 us)
-COPY_PARALLEL_ELEMENTS = 1 << 20
-
-
-def _copy_rows(src, dst, nthreads):
+def _copy_rows(src, dst):
     """Rows of the tensors ``src`` ``(N, Fs)`` into ``dst`` ``(N, Fd)`` (:func:`_copy_rows_kernel`)."""
     n = src.shape[0]
-    nthreads = nthreads if n * max(src[0].numel(), dst[0].numel()) >= COPY_PARALLEL_ELEMENTS else 1
+    nthreads = num_threads(n * max(src[0].numel(), dst[0].numel()), PASS_SERIAL_WORK)
     run_parallel(_copy_rows_kernel(), nthreads, chunk_bounds(np.arange(n + 1, dtype=np.int64), nthreads),
                  kernel_view(src), kernel_view(dst), int(src[0].numel()), int(dst[0].numel()))
 
@@ -1133,17 +1128,16 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         lhs_np, whole = kernel_view(slabs), -W
     P = pad_width(op, layout, track, Fr, F, int(lhs.shape[0]), E, dtypes) if whole_rows and lhs is not None \
         and not W else 0
+    target, F_out = out, F
     if P:
         # rows padded to one pass (zeros after F), gathered as one slab into padded rows, F columns copied out
         padded = empty_out((int(lhs.shape[0]), P), lhs.dtype)
-        _copy_rows(lhs.contiguous().view(-1, F), padded, nthreads)
-        wide = empty_out((R, P), out.dtype)
-        run_parallel(spmm_kernel(op, reduce, layout, track, heads, -P), nthreads, bounds, indptr_np, indices_np,
-                     eid_np, kernel_view(padded), rhs_np, kernel_view(wide), index_view(arg_lhs),
-                     index_view(arg_rhs), P, P, Fr, B, index_view(lhs_off), index_view(rhs_off), pf)
-        _copy_rows(wide, out.view(R, F), nthreads)
-        return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
+        _copy_rows(lhs.contiguous().view(-1, F), padded)
+        lhs_np, whole = kernel_view(padded), -P
+        target, F_out = empty_out((R, P), out.dtype), P
     run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole), nthreads, bounds, indptr_np, indices_np,
-                 eid_np, lhs_np, rhs_np, kernel_view(out), index_view(arg_lhs), index_view(arg_rhs), F, Fl, Fr, B,
-                 index_view(lhs_off), index_view(rhs_off), pf)
+                 eid_np, lhs_np, rhs_np, kernel_view(target), index_view(arg_lhs), index_view(arg_rhs), F_out, Fl, Fr,
+                 B, index_view(lhs_off), index_view(rhs_off), pf)
+    if P:
+        _copy_rows(target, out.view(R, F))
     return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
