@@ -67,22 +67,29 @@ def main(argv=None):
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args(argv)
+    for gi, name, fn, dt_name, inputs in max_cases(a):
+        ms = measure(gi, fn, inputs, a.reps)
+        line = {"graph": a.graph, "op": name, "dtype": dt_name, "D": a.dim, "reps": a.reps,
+                "threads": torch.get_num_threads()}
+        line.update({f"{k}_ms": round(v, 2) for k, v in ms.items()})
+        line["fwd_winners_over_fwd"] = round(ms["fwd_winners"] / ms["fwd"], 3)
+        line["bwd_over_fwd"] = round((ms["fwdbwd"] - ms["fwd_winners"]) / ms["fwd"], 3)
+        line["fwdbwd_over_fwd"] = round(ms["fwdbwd"] / ms["fwd"], 3)
+        print(json.dumps(line), flush=True)
+
+
+def max_cases(a, make_operands=operands):
+    """``(gi, name, fn, dtype_name, inputs)`` for each max/min op of ``a.ops`` (names in :mod:`mpgraph.ops`) and
+    dtype of ``a.dtypes`` on the benchmark graph ``a.graph``, ``inputs`` from ``make_operands(name, N, E, a.dim,
+    dtype, generator)`` (default :func:`operands`)."""
     g = make_graph(a.graph)
     gi = mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"])
     for name in a.ops.split(","):
         if not name.endswith(("_max", "_min")) or not hasattr(ops, name):
             raise SystemExit(f"expected max/min ops of mpgraph.ops such as copy_u_max, got {name!r}")
-        fn = getattr(ops, name)
         for dt_name in a.dtypes.split(","):
-            inputs = operands(name, g["N"], g["E"], a.dim, DTYPES[dt_name], torch.Generator().manual_seed(1))
-            ms = measure(gi, fn, inputs, a.reps)
-            line = {"graph": a.graph, "op": name, "dtype": dt_name, "D": a.dim, "reps": a.reps,
-                    "threads": torch.get_num_threads()}
-            line.update({f"{k}_ms": round(v, 2) for k, v in ms.items()})
-            line["fwd_winners_over_fwd"] = round(ms["fwd_winners"] / ms["fwd"], 3)
-            line["bwd_over_fwd"] = round((ms["fwdbwd"] - ms["fwd_winners"]) / ms["fwd"], 3)
-            line["fwdbwd_over_fwd"] = round(ms["fwdbwd"] / ms["fwd"], 3)
-            print(json.dumps(line), flush=True)
+            inputs = make_operands(name, g["N"], g["E"], a.dim, DTYPES[dt_name], torch.Generator().manual_seed(1))
+            yield gi, name, getattr(ops, name), dt_name, inputs
 
 
 if __name__ == "__main__":

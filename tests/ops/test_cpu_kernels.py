@@ -1162,6 +1162,62 @@ def test_half_slot_winners_in_every_pass_width(dtype, F, op, reduce):
     assert torch.equal(by_id[has], ids.long()[has])                         # and it is the id path's winner
 
 
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=["f32", "bf16", "f16"])
+@pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs", "add", "mul"])
+def test_track_wide_passes_equal_the_32_column_passes(monkeypatch, dtype, op):
+    """Max/min keeping the winners with passes of ``TRACK_WIDE`` columns (forced on any machine: the AVX-512
+    default) against passes of 32 only (the AVX2 default): the same values and slots bit for bit, for rows that
+    take a 64-column pass (64) and a 128-column pass, then 32-column ones and the tail (200); ``mul`` with one
+    weight per edge (``RHS_BLOCK``); ids for fp32 ``copy_lhs``. The path is checked as taken."""
+    from mpgraph.ops._cpu import spmm as S
+
+    reduce = "max" if op in ("copy_lhs", "add") else "min"
+    src, dst, N = slot_graph(300, seed=5)
+    indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
+    taken = []
+    width = S.track_width
+    monkeypatch.setattr(S, "track_width", lambda *a: taken.append(width(*a)) or taken[-1])
+    for F in (64, 200):
+        x = rand((N, F), F32, 11).to(dtype)
+        w = rand((src.numel(), 1 if op == "mul" else F), F32, 12).to(dtype)
+        lhs, rhs = {"copy_rhs": (None, w), "copy_lhs": (x, None), "add": (x, w), "mul": (x, w)}[op]
+        for need_arg in ("slots", True) if (op, dtype) == ("copy_lhs", F32) else ("slots",):
+            got = {}
+            for wide in ((128, 64), ()):
+                monkeypatch.setattr(S, "TRACK_WIDE", wide)
+                got[wide] = K.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg=need_arg)
+            assert taken[-2:] == [64 if F == 64 else 128, 0]
+            for a, b in zip(got[(128, 64)], got[()]):
+                assert (a is None and b is None) or torch.equal(a, b)
+            out, win = got[()][0], got[()][1] if got[()][1] is not None else got[()][2]
+            assert win.dtype == (torch.int16 if need_arg == "slots" else torch.int32)
+            msg = {"copy_rhs": w.double()[eid], "copy_lhs": x.double()[indices],
+                   "add": (x.float()[indices] + w.float()[eid]).double(),
+                   "mul": (x.float()[indices] * w.float()[eid]).double()}[op]
+            rows = torch.repeat_interleave(torch.arange(N), indptr[1:] - indptr[:-1])
+            ext = torch.full((N, F), -torch.inf if reduce == "max" else torch.inf, dtype=F64)
+            ext = ext.scatter_reduce(0, rows[:, None].expand(-1, F), msg, "amax" if reduce == "max" else "amin")
+            has = (indptr[1:] > indptr[:-1])[:, None].expand(-1, F)
+            assert torch.equal(out.double()[has], ext.to(dtype).double()[has])
+    assert width(S.SAME, True, 0, 64, F32) == (64 if S.TRACK_WIDE else 0)
+
+
+def test_track_width_policy(monkeypatch):
+    """The first pass width of max/min keeping the winners: the first of ``TRACK_WIDE`` a segment holds, for
+    blocked passes with a float32 accumulator only."""
+    from mpgraph.ops._cpu import spmm as S
+
+    monkeypatch.setattr(S, "TRACK_WIDE", (128, 64))
+    assert [S.track_width(S.SAME, True, 0, F, F32) for F in (32, 63, 64, 127, 128, 300)] == [0, 0, 64, 64, 128, 128]
+    assert S.track_width(S.RHS_BLOCK, True, 0, 128, BF16) == 128        # one weight per edge, or wide heads
+    assert S.track_width(S.RHS_BLOCK, True, 8, 128, F16) == 0           # narrow heads take their own passes
+    assert S.track_width(S.SAME, False, 0, 128, F32) == 0               # no winners
+    assert S.track_width(S.SAME, True, 0, 128, F64) == 0                # float64 accumulators
+    assert S.track_width(S.LHS_BLOCK, True, 0, 128, F32) == 0
+    monkeypatch.setattr(S, "TRACK_WIDE", ())
+    assert S.track_width(S.SAME, True, 0, 300, F32) == 0
+
+
 def gather_expected(src, dst, N, slot_pos, grad, winners):
     """float64 plain loop of the gather's definition: edge e adds grad[v] where v's winner is its slot."""
     out = torch.zeros(N, grad.shape[1], dtype=F64)

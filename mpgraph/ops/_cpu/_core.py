@@ -304,6 +304,21 @@ def prefetch_locality():
 PREFETCH_LOCALITY = prefetch_locality()
 
 
+def target_vector_registers():
+    """Vector registers of the CPU the kernels compile for: 32 with AVX-512 (``zmm0``-``zmm31``), else 16.
+
+    Numba compiles for the host unless ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` name another target; a named
+    target counts as AVX-512 only when its feature string says ``+avx512f``. Passes that keep many running
+    values in registers (:data:`.spmm.TRACK_WIDE`) are sized by it."""
+    from llvmlite import binding
+    from numba.core import config
+
+    features = config.CPU_FEATURES
+    if features is None and config.CPU_NAME in (None, "host"):
+        return 32 if binding.get_host_cpu_features().get("avx512f", False) else 16
+    return 32 if "+avx512f" in (features or "") else 16
+
+
 @intrinsic
 def prefetch(typingctx, arr, idx):
     """Hint the cache line holding ``arr[idx]`` towards the core (``llvm.prefetch`` with

@@ -21,7 +21,8 @@ Two row engines:
   one row over all its edges with the accumulators in vector registers, software-
   prefetching the source rows ``PREFETCH_DISTANCE`` edges ahead; max/min that record
   winners keep each winner's slot (int32) in registers beside it, 32 columns a pass
-  (``TRACK_BLOCK``);
+  (``TRACK_BLOCK``), after passes of 128 or 64 where the kernels compile for AVX-512
+  (``TRACK_WIDE``);
 * one edge at a time into a scratch row (``LHS_BLOCK`` and ``GENERAL`` broadcasts).
 """
 
@@ -35,7 +36,8 @@ from numba.extending import overload
 
 from ._core import (PASS_SERIAL_WORK, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit,
                     chunk_bounds, edge_of, empty_out, index_view, kernel_view, line_elems, load, load_pair, num_threads,
-                    pair_loads, prefetch, raw_get, raw_set, run_parallel, select, stack_acc, stack_i32, store, to_acc)
+                    pair_loads, prefetch, raw_get, raw_set, run_parallel, select, stack_acc, stack_i32, store,
+                    target_vector_registers, to_acc)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       needs_fp64_pass)
 from ._ops import (REDUCES, SPMM_OPS, better, binop, is_arg_literal, is_arg_reduce, is_mean, literal_value,
@@ -139,7 +141,8 @@ def _finish_row(reduce, acc, out, o, F, deg, zero):
 # or 128 16-bit values), prefetched ``pf_dist`` edges ahead, one hint per cache line; this measured faster
 # than whole-row passes at D=256. 16-bit rows take 128-column passes, then one of 64; the last columns
 # (fewer than 64) take a pass of runtime width with the accumulator in an L1-resident scratch row. Max/min
-# keeping the winners take passes of TRACK_BLOCK (32) columns for every dtype, then the runtime-width one.
+# keeping the winners take passes of TRACK_BLOCK (32) columns for every dtype, then the runtime-width one; on
+# AVX-512 targets passes of the first TRACK_WIDE width (128 or 64) a row holds come first.
 
 CONTRACT = {"contract"}
 BLOCK = 64  # pass width for fp32/fp64 output
@@ -150,6 +153,14 @@ BLOCK_16 = 128  # pass width for 16-bit output (256 bytes of each source row per
 #: bf16 25.3 -> 16.3, copy_e D=64 bf16 26.2 -> 15.8, GAT-like 8 heads of 8 bf16 24.5 -> 19.4; 16 columns
 #: unrolled into scalar code, 68 ms; thirty-fifth session)
 TRACK_BLOCK = 32
+#: wider first passes of max/min keeping the winners where the kernels compile for AVX-512
+#: (:func:`._core.target_vector_registers`), whose 32 vector registers hold 128 running fp32 extremes and their
+#: 128 int32 slots (16 zmm): a row segment takes passes of the first of these widths it holds, then of
+#: :data:`TRACK_BLOCK` columns (:func:`track_width`). Empty on AVX2. Measured against the 32-column passes on
+#: a 2-core AMD EPYC (Zen 4; ``benchmarks/track_wide.py``, forty-fourth session): the forward that records the
+#: winners 0.25-1.0x at D = 128 and 256 in 45 of 48 timings (1.02, 1.08, 1.22 in the others), 0.65-0.89x at
+#: D = 64 except bf16 ``copy_u`` (1.09-1.18x of 7 ms); 0.73-0.96x on 10M edges at D = 128
+TRACK_WIDE = (128, 64) if target_vector_registers() >= 32 else ()
 
 
 @njit
@@ -348,15 +359,14 @@ def _block_width_impl(out):
 
 
 @functools.cache
-def _passes(track):
+def _passes(track, wide=0):
     """``(wide, block, tail)``: for the value reductions, the full-width pass for ``out``'s dtype
     (:func:`_block_width` columns), the 64-column pass of 16-bit output and the runtime-width one, all with one
-    argument list; for max/min keeping the winners (``track``), the :data:`TRACK_BLOCK`-column pass for every
-    dtype in the first two places (:func:`_flat_segments` never takes the second at that width) and the
-    runtime-width one."""
+    argument list; for max/min keeping the winners (``track``), the pass of ``wide`` columns (:func:`track_width`;
+    0: of :data:`TRACK_BLOCK`), the :data:`TRACK_BLOCK`-column pass for every dtype and the runtime-width one."""
     if track:
         block = _make_arg_pass(TRACK_BLOCK)
-        return block, block, _make_arg_pass(0)
+        return (_make_arg_pass(wide) if wide else block), block, _make_arg_pass(0)
     block, block_16, tail = _make_value_pass(BLOCK), _make_value_pass(BLOCK_16), _make_value_pass(0)
 
     def wide(op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
@@ -544,26 +554,31 @@ def slab_width(op, layout, need_arg, Fr, F, n_src, n_edges, dtypes):
 
 
 @functools.cache
-def _flat_segments(track):
+def _flat_segments(track, wide=0):
     """One row of ``n_seg`` column segments of ``seg_len``; segment ``h`` reads ``rhs`` column ``h`` when
     ``scalar_rhs`` (RHS_BLOCK: heads, or one per-edge scalar), else ``rhs`` elementwise (SAME). Each segment
     takes full-width passes, then (16-bit output) one of 64 columns, then one of the columns left; with
-    ``track``, passes of :data:`TRACK_BLOCK` columns, then one of the columns left (``W > BLOCK`` is then
-    never true)."""
-    wide, block, tail = _passes(track)
+    ``track``, passes of ``wide`` columns (:func:`track_width`; none when 0), then of :data:`TRACK_BLOCK`
+    columns, then one of the columns left."""
+    wide_pass, block, tail = _passes(track, wide)
 
     @njit(inline="always")
     def segments(op, reduce, r, indptr, k0, k1, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, o, F, Fl, Fr,
                  n_seg, seg_len, scalar_rhs, pf_dist, scratch, scratch_slot):
-        W = TRACK_BLOCK if track else _block_width(out)
+        W = (wide if wide else TRACK_BLOCK) if track else _block_width(out)
         for h in range(n_seg):
             col = h * seg_len
             end = col + seg_len
             while col + W <= end:
-                wide(op, reduce, W, col, r, r + 1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl,
-                     Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+                wide_pass(op, reduce, W, col, r, r + 1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
+                          Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
                 col += W
-            if W > BLOCK and col + BLOCK <= end:
+            if track and wide:
+                while col + TRACK_BLOCK <= end:
+                    block(op, reduce, TRACK_BLOCK, col, r, r + 1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l,
+                          arg_r, F, Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
+                    col += TRACK_BLOCK
+            elif not track and W > BLOCK and col + BLOCK <= end:
                 block(op, reduce, BLOCK, col, r, r + 1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F,
                       Fl, Fr, scalar_rhs, h, pf_dist, scratch, scratch_slot)
                 col += BLOCK
@@ -663,6 +678,16 @@ def _heads_segments(W, SEG, track):
     return segments
 
 
+def track_width(layout, track, heads, seg_len, out_dtype):
+    """The first pass width of max/min keeping the winners (:func:`spmm_kernel`'s ``wide``): the first width of
+    :data:`TRACK_WIDE` that segments of ``seg_len`` columns hold, for the blocked passes (``SAME``, or
+    ``RHS_BLOCK`` without narrow heads) with a float32 accumulator (fp32 and 16-bit output); else 0 (passes of
+    :data:`TRACK_BLOCK`)."""
+    if not track or layout not in (SAME, RHS_BLOCK) or heads or out_dtype == torch.float64:
+        return 0
+    return next((w for w in TRACK_WIDE if w <= seg_len), 0)
+
+
 def heads_seg(layout, n_seg, seg_len, out_dtype):
     """The head width :func:`spmm_kernel` specialises on (its ``heads`` argument), or 0 for none: a block
     broadcast of several heads, each narrower than a pass (:data:`HEAD_SEGS`)."""
@@ -722,72 +747,72 @@ def _rows_general(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, ou
         _finish_row(reduce, acc, out, o, F, k1 - k0, zero)
 
 
-def _rows(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
+def _rows(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
           arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
     """Rows ``r_begin : r_end`` in the function for ``layout`` (copy ops: only ``SAME`` is compiled)."""
     raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")
 
 
 @overload(_rows, prefer_literal=True)
-def _rows_impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
-               arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+def _rows_impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
+               arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
     name = literal_value(op)
     if name is None or literal_value(reduce) is None:
         return None
     if not isinstance(layout, types.IntegerLiteral) or not isinstance(need_arg, types.BooleanLiteral):
         return None
-    if not isinstance(heads, types.IntegerLiteral) or not isinstance(whole, types.IntegerLiteral):
+    if not all(isinstance(a, types.IntegerLiteral) for a in (heads, whole, wide)):
         return None
     track = bool(is_arg_literal(reduce) and need_arg.literal_value)
-    blocked = _row_driver(_flat_segments(track), track)
+    blocked = _row_driver(_flat_segments(track, wide.literal_value if track else 0), track)
     kind = layout.literal_value
     if whole.literal_value:
         scalar_rhs = kind == RHS_BLOCK
         run = _whole_rows(whole.literal_value)
 
-        def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
+        def impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
                  arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             run(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, F, Fl, Fr, scalar_rhs, pf_dist)
     elif kind == RHS_BLOCK and heads.literal_value > 0:
         SEG = heads.literal_value
         rows = _row_driver(_heads_segments(TRACK_BLOCK if track else BLOCK, SEG, track), track)
 
-        def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
-                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
+                 arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             rows(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, Fr, SEG,
                  True, pf_dist)
     elif kind == SAME:
-        def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
-                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
+                 arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             blocked(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                     1, F, False, pf_dist)
     elif kind == RHS_BLOCK:
-        def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
-                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
+                 arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             blocked(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                     Fr, B, True, pf_dist)
     elif kind == LHS_BLOCK:
-        def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
-                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
+                 arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             _rows_lhs_block(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                             B, need_arg)
     else:
-        def impl(op, reduce, layout, need_arg, heads, whole, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l,
-                 arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
+        def impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
+                 arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
             _rows_general(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
                           lhs_off, rhs_off, need_arg)
     return impl
 
 
-def spmm_kernel(op, reduce, layout, need_arg=True, heads=0, whole=False):
+def spmm_kernel(op, reduce, layout, need_arg=True, heads=0, whole=False, wide=0):
     """The compiled gSpMM kernel for one ``(op, reduce, layout)`` (see :func:`_spmm_kernel`): one kernel object
     per distinct configuration, however the arguments are spelled (``functools.lru_cache`` keys ``f(a)`` and
     ``f(a, b=default)`` apart, which gave two objects, and two sets of cache statistics, for one kernel)."""
-    return _spmm_kernel(op, reduce, int(layout), bool(need_arg), int(heads), int(whole))
+    return _spmm_kernel(op, reduce, int(layout), bool(need_arg), int(heads), int(whole), int(wide))
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(op, reduce, layout, need_arg, heads, whole):
+def _spmm_kernel(op, reduce, layout, need_arg, heads, whole, wide):
     """The compiled gSpMM kernel for one ``(op, reduce, layout)``; dtypes specialise on first call.
 
     ``kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B,
@@ -798,6 +823,7 @@ def _spmm_kernel(op, reduce, layout, need_arg, heads, whole):
     ``whole``: the width of a pass that covers each row (:func:`takes_whole_rows`; 0: none), so a chunk of rows
     takes one call of it; negative, ``-W``: ``lhs`` is the source rows in slabs of ``W`` columns
     (:func:`slab_width`, :func:`_slab_kernel`; one slab for rows padded to ``W``, :func:`pad_width`).
+    ``wide``: the first pass width of max/min keeping the winners (:func:`track_width`; 0: :data:`TRACK_BLOCK`).
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
     if whole < 0:
@@ -813,8 +839,8 @@ def _spmm_kernel(op, reduce, layout, need_arg, heads, whole):
         lhs_off, rhs_off = borrow(lhs_off), borrow(rhs_off)
         c = atomic_fetch_add(counter, 0, 1)
         while c < nchunks:
-            _rows(op, reduce, layout, need_arg, heads, whole, raw_get(bounds, c), raw_get(bounds, c + 1), indptr,
-                  indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist)
+            _rows(op, reduce, layout, need_arg, heads, whole, wide, raw_get(bounds, c), raw_get(bounds, c + 1),
+                  indptr, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist)
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
@@ -1135,7 +1161,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         _copy_rows(lhs.contiguous().view(-1, F), padded)
         lhs_np, whole = kernel_view(padded), -P
         target, F_out = empty_out((R, P), out.dtype), P
-    run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole), nthreads, bounds, indptr_np, indices_np,
+    wide = track_width(layout, track, heads, B if layout == RHS_BLOCK else F, out.dtype)
+    run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole, wide), nthreads, bounds, indptr_np, indices_np,
                  eid_np, lhs_np, rhs_np, kernel_view(target), index_view(arg_lhs), index_view(arg_rhs), F_out, Fl, Fr,
                  B, index_view(lhs_off), index_view(rhs_off), pf)
     if P:
