@@ -1646,6 +1646,33 @@ def test_prefetch_locality_setting_is_compiled_in_and_checked():
                                                             "2 or 3") and repr(bad) in rec["err"], rec
 
 
+def test_target_vector_registers_follows_numbas_target(monkeypatch):
+    """32 vector registers only for an AVX-512 target: the host's features when Numba compiles for the host
+    (16 when llvmlite cannot read them), else the named target's feature string."""
+    from llvmlite import binding
+    from numba.core import config
+
+    from mpgraph.ops._cpu._core import target_vector_registers
+
+    monkeypatch.setattr(config, "CPU_NAME", None)
+    monkeypatch.setattr(config, "CPU_FEATURES", None)
+    host = 32 if binding.get_host_cpu_features().get("avx512f", False) else 16
+    assert target_vector_registers() == host
+
+    def unreadable():
+        raise RuntimeError("no host features here")
+
+    monkeypatch.setattr(binding, "get_host_cpu_features", unreadable)
+    assert target_vector_registers() == 16
+    monkeypatch.setattr(config, "CPU_NAME", "generic")
+    assert target_vector_registers() == 16
+    monkeypatch.setattr(config, "CPU_FEATURES", "+sse2,+avx2,+avx512f,+avx512bw")
+    assert target_vector_registers() == 32
+    for features in ("+sse2,+avx2,-avx512f", "+avx2,+avx512fp16", ""):
+        monkeypatch.setattr(config, "CPU_FEATURES", features)
+        assert target_vector_registers() == 16
+
+
 @pytest.mark.parametrize("op,reduce,rhs_cols", [("copy_lhs", "sum", 0), ("copy_lhs", "mean", 0), ("copy_lhs", "max", 0),
                                                 ("copy_lhs", "min", 0), ("mul", "sum", 1), ("div", "min", 4),
                                                 ("add", "max", 1), ("sub", "max", 4)])

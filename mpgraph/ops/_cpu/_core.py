@@ -308,15 +308,19 @@ def target_vector_registers():
     """Vector registers of the CPU the kernels compile for: 32 with AVX-512 (``zmm0``-``zmm31``), else 16.
 
     Numba compiles for the host unless ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` name another target; a named
-    target counts as AVX-512 only when its feature string says ``+avx512f``. Passes that keep many running
-    values in registers (:data:`.spmm.TRACK_WIDE`) are sized by it."""
+    target counts as AVX-512 only when its feature string says ``+avx512f``, and a host whose features
+    llvmlite cannot read (it raises on some platforms) as 16. Passes that keep many running values in
+    registers (:data:`.spmm.TRACK_WIDE`) are sized by it."""
     from llvmlite import binding
     from numba.core import config
 
     features = config.CPU_FEATURES
     if features is None and config.CPU_NAME in (None, "host"):
-        return 32 if binding.get_host_cpu_features().get("avx512f", False) else 16
-    return 32 if "+avx512f" in (features or "") else 16
+        try:
+            return 32 if binding.get_host_cpu_features().get("avx512f", False) else 16
+        except RuntimeError:
+            return 16
+    return 32 if "+avx512f" in (features or "").replace(" ", "").split(",") else 16
 
 
 @intrinsic
