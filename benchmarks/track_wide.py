@@ -1,16 +1,17 @@
 """Max/min passes that keep the winners, 64 or 128 columns a pass against 32, as JSON lines.
 
 ``mpgraph.ops._cpu.spmm.track_width`` gives the first pass width of a max/min gSpMM that records its winners
-(a forward run for training): the first of ``spmm.TRACK_WIDE`` (128, 64) that the row holds where the kernels
-compile for AVX-512, whose 32 vector registers hold 128 running fp32 extremes and their 128 int32 slots, and
-none (passes of ``TRACK_BLOCK``, 32 columns) on AVX2. This times, round-robin in one process and for each
-setting in ``--widths`` (``TRACK_WIDE`` set to it: widths joined by ``+``, ``0`` for none), the public op on
-leaves that require gradients (``fwd_winners``: the forward that records winners, its output dropped) and
-forward+backward (``fwdbwd``: from an upstream gradient of ones made once), after checking that every setting
-gives the same output and gradients bit for bit. Ratios are against the first setting. Usage::
+(a forward run for training): the first of ``spmm.TRACK_WIDE`` (128, 64) that the row holds (16-bit heads: that
+divides the row) where the kernels compile for AVX-512, whose 32 vector registers hold 128 running fp32 extremes
+and their 128 int32 slots, and none (passes of ``TRACK_BLOCK``, 32 columns) on AVX2. This times, round-robin in
+one process and for each setting in ``--widths`` (``TRACK_WIDE`` set to it: widths joined by ``+``, ``0`` for
+none), the public op on leaves that require gradients (``fwd_winners``: the forward that records winners, its
+output dropped) and forward+backward (``fwdbwd``: from an upstream gradient of ones made once), after checking
+that every setting gives the same output and gradients bit for bit. Ratios are against the first setting. Usage::
 
     python benchmarks/track_wide.py --graph large --dim 128
     python benchmarks/track_wide.py --graph uniform --dim 64 --ops copy_u_max,u_mul_e_max --widths 0,128+64
+    python benchmarks/track_wide.py --graph uniform --dim 64 --heads 8 --ops u_mul_e_max,u_div_e_min
 """
 
 import argparse
@@ -30,17 +31,21 @@ from cpu_kernels import timed, with_grad  # noqa: E402
 from max_parts import max_cases  # noqa: E402
 
 
-def operands(name, N, E, D, dtype, gen):
-    """Inputs of the named op: node features ``(N, D)`` (``copy_u``), edge features ``(E, D)`` (``copy_e``), both
-    for ``u_add_e``/``u_sub_e``, node features and one weight per edge in [0.5, 1.5) for ``u_mul_e``/``u_div_e``."""
-    x = torch.randn(N, D, generator=gen).to(dtype)
-    if name.startswith("copy_u_"):
-        return (x,)
-    if name.startswith("copy_e_"):
-        return (torch.randn(E, D, generator=gen).to(dtype),)
-    if name.startswith(("u_mul_e_", "u_div_e_")):
-        return x, (torch.rand(E, 1, generator=gen) + 0.5).to(dtype)
-    return x, torch.randn(E, D, generator=gen).to(dtype)
+def operands(heads):
+    """The inputs of a named op: node features ``(N, D)`` (``copy_u``), edge features ``(E, D)`` (``copy_e``),
+    both for ``u_add_e``/``u_sub_e``; for ``u_mul_e``/``u_div_e`` node features and one weight per edge in
+    [0.5, 1.5), or with ``heads`` GAT's layout: ``(N, heads, D // heads)`` and ``(E, heads, 1)``."""
+    def make(name, N, E, D, dtype, gen):
+        x = torch.randn(N, D, generator=gen).to(dtype)
+        if name.startswith("copy_u_"):
+            return (x,)
+        if name.startswith("copy_e_"):
+            return (torch.randn(E, D, generator=gen).to(dtype),)
+        if name.startswith(("u_mul_e_", "u_div_e_")):
+            H = heads or 1
+            return x.view(N, H, D // H) if heads else x, (torch.rand(E, H, 1, generator=gen) + 0.5).to(dtype)
+        return x, torch.randn(E, D, generator=gen).to(dtype)
+    return make
 
 
 def results(gi, fn, inputs):
@@ -59,6 +64,7 @@ def main(argv=None):
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--widths", default="0,128+64",
                    help="settings of TRACK_WIDE to compare, widths joined by '+' (0: 32-column passes only)")
+    p.add_argument("--heads", type=int, default=0, help="u_mul_e/u_div_e in heads of D // heads columns")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--rounds", type=int, default=1, help="timings of each case, one after another")
     a = p.parse_args(argv)
@@ -66,7 +72,7 @@ def main(argv=None):
     settings = {w: tuple(int(x) for x in w.split("+") if int(x)) for w in widths}
     base = S.TRACK_WIDE
     try:
-        for gi, name, fn, dt_name, inputs in max_cases(a, operands):
+        for gi, name, fn, dt_name, inputs in max_cases(a, operands(a.heads)):
             leaves = [x.detach().requires_grad_(True) for x in inputs]
             step = with_grad(lambda *t, fn=fn, gi=gi: fn(gi, *t), inputs)
             fns, ref = {}, None
@@ -87,7 +93,7 @@ def main(argv=None):
             for _ in range(a.rounds):
                 ms = timed(fns, a.reps)
                 line = {"bench": "track_wide", "graph": a.graph, "op": name, "dtype": dt_name, "D": a.dim,
-                        "reps": a.reps, "threads": torch.get_num_threads(), "widths": widths,
+                        "heads": a.heads, "reps": a.reps, "threads": torch.get_num_threads(), "widths": widths,
                         "default_widths": list(base)}
                 line.update({f"{k}_ms": round(v, 2) for k, v in ms.items()})
                 for w in widths[1:]:

@@ -1163,43 +1163,56 @@ def test_half_slot_winners_in_every_pass_width(dtype, F, op, reduce):
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=["f32", "bf16", "f16"])
-@pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs", "add", "mul"])
+@pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs", "add", "mul", "heads"])
 def test_track_wide_passes_equal_the_32_column_passes(monkeypatch, dtype, op):
     """Max/min keeping the winners with passes of ``TRACK_WIDE`` columns (forced on any machine: the AVX-512
     default) against passes of 32 only (the AVX2 default): the same values and slots bit for bit, for rows that
     take a 64-column pass (64) and a 128-column pass, then 32-column ones and the tail (200); ``mul`` with one
-    weight per edge (``RHS_BLOCK``); ids for fp32 ``copy_lhs``. The path is checked as taken."""
+    weight per edge (``RHS_BLOCK``), ``heads``: ``u_mul_e`` with 8 heads of 8 and of 16 (the heads passes, 64 and
+    128 columns; 16-bit only: fp32 heads keep the 32-column passes); ids for fp32 ``copy_lhs``. The path is
+    checked as taken."""
     from mpgraph.ops._cpu import spmm as S
 
-    reduce = "max" if op in ("copy_lhs", "add") else "min"
+    reduce = "max" if op in ("copy_lhs", "add", "heads") else "min"
     src, dst, N = slot_graph(300, seed=5)
     indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
     taken = []
     width = S.track_width
     monkeypatch.setattr(S, "track_width", lambda *a: taken.append(width(*a)) or taken[-1])
-    for F in (64, 200):
+    for F in (64, 128) if op == "heads" else (64, 200):
+        H = {"mul": 1, "heads": 8}.get(op, F)
         x = rand((N, F), F32, 11).to(dtype)
-        w = rand((src.numel(), 1 if op == "mul" else F), F32, 12).to(dtype)
-        lhs, rhs = {"copy_rhs": (None, w), "copy_lhs": (x, None), "add": (x, w), "mul": (x, w)}[op]
+        w = rand((src.numel(), H), F32, 12).to(dtype)
+        lhs, rhs = {"copy_rhs": (None, w), "copy_lhs": (x, None)}.get(op, (x, w))
         for need_arg in ("slots", True) if (op, dtype) == ("copy_lhs", F32) else ("slots",):
             got = {}
             for wide in ((128, 64), ()):
                 monkeypatch.setattr(S, "TRACK_WIDE", wide)
-                got[wide] = K.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg=need_arg)
-            assert taken[-2:] == [64 if F == 64 else 128, 0]
+                if op == "heads":   # (N, H, F // H) features, (E, H, 1) weights: GAT's layout
+                    res = K.gspmm("mul", reduce, indptr, indices, eid, x.view(N, H, -1), w.view(-1, H, 1),
+                                  need_arg=need_arg)
+                    res = tuple(t if t is None else t.reshape(N, F) for t in res)
+                else:
+                    res = K.gspmm(op, reduce, indptr, indices, eid, lhs, rhs, need_arg=need_arg)
+                got[wide] = res
+            assert taken[-2:] == [0 if (op, dtype) == ("heads", F32) else 64 if F == 64 else 128, 0]
+            assert op != "heads" or S.heads_seg(S.RHS_BLOCK, H, F // H, dtype) == F // H     # the heads passes
             for a, b in zip(got[(128, 64)], got[()]):
                 assert (a is None and b is None) or torch.equal(a, b)
             out, win = got[()][0], got[()][1] if got[()][1] is not None else got[()][2]
             assert win.dtype == (torch.int16 if need_arg == "slots" else torch.int32)
-            msg = {"copy_rhs": w.double()[eid], "copy_lhs": x.double()[indices],
-                   "add": (x.float()[indices] + w.float()[eid]).double(),
-                   "mul": (x.float()[indices] * w.float()[eid]).double()}[op]
+            if op in ("copy_rhs", "copy_lhs"):
+                msg = w.double()[eid] if op == "copy_rhs" else x.double()[indices]
+            elif op == "add":
+                msg = (x.float()[indices] + w.float()[eid]).double()
+            else:   # each head's weight over its columns, the product in fp32
+                msg = (x.float()[indices] * w.float()[eid].repeat_interleave(F // H, dim=1)).double()
             rows = torch.repeat_interleave(torch.arange(N), indptr[1:] - indptr[:-1])
             ext = torch.full((N, F), -torch.inf if reduce == "max" else torch.inf, dtype=F64)
             ext = ext.scatter_reduce(0, rows[:, None].expand(-1, F), msg, "amax" if reduce == "max" else "amin")
             has = (indptr[1:] > indptr[:-1])[:, None].expand(-1, F)
             assert torch.equal(out.double()[has], ext.to(dtype).double()[has])
-    assert width(S.SAME, True, 0, 64, F32) == (64 if S.TRACK_WIDE else 0)
+    assert width(S.SAME, True, 0, 1, 64, F32) == (64 if S.TRACK_WIDE else 0)
 
 
 def test_track_width_policy(monkeypatch):
@@ -1208,14 +1221,17 @@ def test_track_width_policy(monkeypatch):
     from mpgraph.ops._cpu import spmm as S
 
     monkeypatch.setattr(S, "TRACK_WIDE", (128, 64))
-    assert [S.track_width(S.SAME, True, 0, F, F32) for F in (32, 63, 64, 127, 128, 300)] == [0, 0, 64, 64, 128, 128]
-    assert S.track_width(S.RHS_BLOCK, True, 0, 128, BF16) == 128        # one weight per edge, or wide heads
-    assert S.track_width(S.RHS_BLOCK, True, 8, 128, F16) == 0           # narrow heads take their own passes
-    assert S.track_width(S.SAME, False, 0, 128, F32) == 0               # no winners
-    assert S.track_width(S.SAME, True, 0, 128, F64) == 0                # float64 accumulators
-    assert S.track_width(S.LHS_BLOCK, True, 0, 128, F32) == 0
+    assert [S.track_width(S.SAME, True, 0, 1, F, F32) for F in (32, 63, 64, 127, 128, 300)] == [0, 0, 64, 64, 128,
+                                                                                               128]
+    assert S.track_width(S.RHS_BLOCK, True, 0, 2, 128, BF16) == 128     # one weight per edge, or wide heads
+    # heads narrower than a pass: the first width dividing the row, so each pass takes whole heads, none left
+    assert [S.track_width(S.RHS_BLOCK, True, 8, H, 8, F16) for H in (4, 8, 12, 16, 24)] == [0, 64, 0, 128, 64]
+    assert S.track_width(S.RHS_BLOCK, True, 8, 8, 8, F32) == 0           # fp32 heads: 32-column passes
+    assert S.track_width(S.SAME, False, 0, 1, 128, F32) == 0            # no winners
+    assert S.track_width(S.SAME, True, 0, 1, 128, F64) == 0             # float64 accumulators
+    assert S.track_width(S.LHS_BLOCK, True, 0, 1, 128, F32) == 0
     monkeypatch.setattr(S, "TRACK_WIDE", ())
-    assert S.track_width(S.SAME, True, 0, 300, F32) == 0
+    assert S.track_width(S.SAME, True, 0, 1, 300, F32) == 0
 
 
 def gather_expected(src, dst, N, slot_pos, grad, winners):

@@ -678,13 +678,21 @@ def _heads_segments(W, SEG, track):
     return segments
 
 
-def track_width(layout, track, heads, seg_len, out_dtype):
-    """The first pass width of max/min keeping the winners (:func:`spmm_kernel`'s ``wide``): the first width of
-    :data:`TRACK_WIDE` that segments of ``seg_len`` columns hold, for the blocked passes (``SAME``, or
-    ``RHS_BLOCK`` without narrow heads) with a float32 accumulator (fp32 and 16-bit output); else 0 (passes of
-    :data:`TRACK_BLOCK`)."""
-    if not track or layout not in (SAME, RHS_BLOCK) or heads or out_dtype == torch.float64:
+def track_width(layout, track, heads, n_seg, seg_len, out_dtype):
+    """The first pass width of max/min keeping the winners (:func:`spmm_kernel`'s ``wide``), for the blocked
+    passes (``SAME``, ``RHS_BLOCK``) over ``n_seg`` segments of ``seg_len`` columns with a float32 accumulator
+    (fp32 and 16-bit output): the first width of :data:`TRACK_WIDE` that a segment holds, or, for 16-bit heads
+    narrower than a pass (``heads``, :func:`heads_seg`), the first that divides the row (a pass takes
+    ``width // heads`` whole heads); else 0 (passes of :data:`TRACK_BLOCK`). fp32 heads keep the 32-column
+    passes: with 8 heads of 8 and of 16 on the uniform graph (``benchmarks/track_wide.py --heads 8``,
+    ``u_mul_e_max`` and ``u_div_e_min``, two rounds) the wide passes took 0.90-1.12x their time in fp32
+    (1.04-1.12x at 128 columns) and 0.69-0.93x in bf16."""
+    if not track or layout not in (SAME, RHS_BLOCK) or out_dtype == torch.float64:
         return 0
+    if heads:
+        if out_dtype == torch.float32:
+            return 0
+        return next((w for w in TRACK_WIDE if (n_seg * seg_len) % w == 0), 0)
     return next((w for w in TRACK_WIDE if w <= seg_len), 0)
 
 
@@ -775,7 +783,8 @@ def _rows_impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end,
             run(op, reduce, r_begin, r_end, indptr, indices, eid, lhs, rhs, out, F, Fl, Fr, scalar_rhs, pf_dist)
     elif kind == RHS_BLOCK and heads.literal_value > 0:
         SEG = heads.literal_value
-        rows = _row_driver(_heads_segments(TRACK_BLOCK if track else BLOCK, SEG, track), track)
+        rows = _row_driver(_heads_segments((wide.literal_value or TRACK_BLOCK) if track else BLOCK, SEG, track),
+                           track)
 
         def impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end, indptr, indices, eid, lhs, rhs, out,
                  arg_l, arg_r, F, Fl, Fr, B, lhs_off, rhs_off, pf_dist):
@@ -1161,7 +1170,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         _copy_rows(lhs.contiguous().view(-1, F), padded)
         lhs_np, whole = kernel_view(padded), -P
         target, F_out = empty_out((R, P), out.dtype), P
-    wide = track_width(layout, track, heads, B if layout == RHS_BLOCK else F, out.dtype)
+    wide = track_width(layout, track, heads, Fr if layout == RHS_BLOCK else 1, B if layout == RHS_BLOCK else F,
+                       out.dtype)
     run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole, wide), nthreads, bounds, indptr_np, indices_np,
                  eid_np, lhs_np, rhs_np, kernel_view(target), index_view(arg_lhs), index_view(arg_rhs), F_out, Fl, Fr,
                  B, index_view(lhs_off), index_view(rhs_off), pf)
