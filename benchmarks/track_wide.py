@@ -29,22 +29,19 @@ from mpgraph.ops._cpu import spmm as S  # noqa: E402
 
 from cpu_kernels import timed, with_grad  # noqa: E402
 from max_parts import max_cases  # noqa: E402
+from max_parts import operands as max_operands  # noqa: E402
 
 
 def operands(heads):
-    """The inputs of a named op: node features ``(N, D)`` (``copy_u``), edge features ``(E, D)`` (``copy_e``),
-    both for ``u_add_e``/``u_sub_e``; for ``u_mul_e``/``u_div_e`` node features and one weight per edge in
-    [0.5, 1.5), or with ``heads`` GAT's layout: ``(N, heads, D // heads)`` and ``(E, heads, 1)``."""
+    """The inputs of a named op: ``max_parts.operands``' except for ``u_mul_e``/``u_div_e``, which take node
+    features and one weight per edge in [0.5, 1.5), or with ``heads`` GAT's layout: ``(N, heads, D // heads)``
+    and ``(E, heads, 1)``."""
     def make(name, N, E, D, dtype, gen):
+        if not name.startswith(("u_mul_e_", "u_div_e_")):
+            return max_operands(name, N, E, D, dtype, gen)
+        H = heads or 1
         x = torch.randn(N, D, generator=gen).to(dtype)
-        if name.startswith("copy_u_"):
-            return (x,)
-        if name.startswith("copy_e_"):
-            return (torch.randn(E, D, generator=gen).to(dtype),)
-        if name.startswith(("u_mul_e_", "u_div_e_")):
-            H = heads or 1
-            return x.view(N, H, D // H) if heads else x, (torch.rand(E, H, 1, generator=gen) + 0.5).to(dtype)
-        return x, torch.randn(E, D, generator=gen).to(dtype)
+        return x.view(N, H, D // H) if heads else x, (torch.rand(E, H, 1, generator=gen) + 0.5).to(dtype)
     return make
 
 

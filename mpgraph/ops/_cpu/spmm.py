@@ -363,10 +363,14 @@ def _passes(track, wide=0):
     """``(wide, block, tail)``: for the value reductions, the full-width pass for ``out``'s dtype
     (:func:`_block_width` columns), the 64-column pass of 16-bit output and the runtime-width one, all with one
     argument list; for max/min keeping the winners (``track``), the pass of ``wide`` columns (:func:`track_width`;
-    0: of :data:`TRACK_BLOCK`), the :data:`TRACK_BLOCK`-column pass for every dtype and the runtime-width one."""
+    0: of :data:`TRACK_BLOCK`), the :data:`TRACK_BLOCK`-column pass for every dtype and the runtime-width one
+    (the last two the same functions for every ``wide``, so kernels share their compiled code)."""
+    if track and wide:
+        _, block, tail = _passes(track)
+        return _make_arg_pass(wide), block, tail
     if track:
         block = _make_arg_pass(TRACK_BLOCK)
-        return (_make_arg_pass(wide) if wide else block), block, _make_arg_pass(0)
+        return block, block, _make_arg_pass(0)
     block, block_16, tail = _make_value_pass(BLOCK), _make_value_pass(BLOCK_16), _make_value_pass(0)
 
     def wide(op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
