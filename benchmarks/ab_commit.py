@@ -4,10 +4,17 @@ Runs on this machine are noisy enough (10-20 % between processes) to hide a chan
 imports both versions into one process: the other commit's ``mpgraph`` package is extracted with ``git
 archive`` into a temporary directory as ``mpgraph_old`` (its imports inside the package are relative), and
 the two ``gspmm`` run round-robin on the same inputs, after a check that their results are equal bit for
-bit. Each package keeps its own kernel cache and buffer cache. One line per op and dtype. Usage::
+bit. Each package keeps its own kernel cache and buffer cache. One line per op and dtype.
+
+``--heads`` times the fused ``u_mul_e``/``u_div_e`` sum backward (``_cpu/spmm_backward.mul_sum_backward``, on the
+reversed structure, edge ids and their inverse as the CPU backend passes them) instead, for each ``HxD`` shape
+(``H`` weights per edge, heads of ``D``); ``--ops`` is then ``mul``, ``div`` or both. A change of summation order
+changes the last bits, so the two results are checked against each other within the dtype's tolerance
+(``tests/tolerances.py``) and the largest difference relative to the largest gradient is printed. Usage::
 
     python benchmarks/ab_commit.py --old 3b6fc2b --graph large --dim 128
     python benchmarks/ab_commit.py --old HEAD~1 --graph uniform --dim 64 --ops copy_u_sum,copy_u_max_noarg
+    python benchmarks/ab_commit.py --old HEAD~1 --graph uniform --heads 8x8,4x16 --ops mul,div
 """
 
 import argparse
@@ -40,6 +47,54 @@ def old_gspmm(rev, where):
     return importlib.import_module("mpgraph_old.ops._cpu.spmm").gspmm
 
 
+def old_module(rev, where, module):
+    """Module ``module`` (a dotted path under ``mpgraph``) of commit ``rev`` (see :func:`old_gspmm`)."""
+    old_gspmm(rev, where)
+    return importlib.import_module(f"mpgraph_old.{module}")
+
+
+def fused_backward(a, where):
+    """The ``--heads`` mode: old and new fused weighted-sum backward, round-robin, one line per shape, op, dtype."""
+    from mpgraph import graph
+    from mpgraph._index import as_index
+    from mpgraph.ops._checks import reversed_index
+    from mpgraph.ops._cpu._backend import _csc, _eid_inverse
+    from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
+
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from tolerances import assert_close
+
+    old = old_module(a.old, where, "ops._cpu.spmm_backward").mul_sum_backward
+    g = make_graph(a.graph)
+    index = reversed_index(as_index(graph((g["src"], g["dst"]), num_nodes=g["N"])))
+    indptr, dst, eid = _csc(index)
+    inverse = None if eid is None else _eid_inverse(index)
+    N, E = g["N"], g["E"]
+    for shape in a.heads.split(","):
+        H, D = (int(v) for v in shape.split("x"))
+        gen = torch.Generator().manual_seed(0)
+        G32, x32 = torch.randn(N, H, D, generator=gen), torch.randn(N, H, D, generator=gen)
+        w32 = torch.rand(E, H, generator=gen) + 0.5
+        for name in a.dtypes.split(","):
+            dtype = getattr(torch, name)
+            G, x, w = G32.to(dtype), x32.to(dtype), w32.to(dtype)
+            for op in a.ops.split(","):
+                fns = {tag: (lambda f=f, G=G, x=x, w=w, op=op:
+                             f(indptr, dst, eid, G, x, w, divide=op == "div", eid_inverse=inverse))
+                       for tag, f in (("old", old), ("new", mul_sum_backward))}
+                (ox, ow), (nx, nw) = fns["old"](), fns["new"]()
+                assert_close(nx, ox, dtype)
+                assert_close(nw, ow, dtype)
+                diff = max(float((nx.double() - ox.double()).abs().max() / ox.double().abs().max()),
+                           float((nw.double() - ow.double()).abs().max() / ow.double().abs().max()))
+                ms = timed(fns, a.reps)
+                print(json.dumps({"bench": "ab_commit", "kernel": "mul_sum_backward", "old": a.old,
+                                  "graph": a.graph, "H": H, "D": D, "op": op, "dtype": name, "reps": a.reps,
+                                  "threads": torch.get_num_threads(), "old_ms": round(ms["old"], 1),
+                                  "new_ms": round(ms["new"], 1), "new_over_old": round(ms["new"] / ms["old"], 3),
+                                  "max_rel_diff": float(f"{diff:.3g}")}), flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--old", required=True, help="the commit to compare with (any git revision)")
@@ -48,7 +103,15 @@ def main(argv=None):
     p.add_argument("--ops", default="copy_u_sum,u_mul_e_sum,copy_u_mean")
     p.add_argument("--dtypes", default="float32,bfloat16,float16")
     p.add_argument("--reps", type=int, default=9)
+    p.add_argument("--heads", default=None,
+                   help="HxD shapes, comma-separated: time the fused u_mul_e/u_div_e sum backward instead")
     a = p.parse_args(argv)
+    if a.heads is not None:
+        if a.ops == p.get_default("ops"):
+            a.ops = "mul,div"
+        with tempfile.TemporaryDirectory() as where:
+            fused_backward(a, where)
+        return
     with tempfile.TemporaryDirectory() as where:
         old = old_gspmm(a.old, where)
         g = make_graph(a.graph)

@@ -107,16 +107,17 @@ def test_narrow_head_rows_match_float64_formula(dtype, H, D, op, idtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("H, D", [(4, 16), (8, 8), (4, 8)])
+@pytest.mark.parametrize("H, D", [(4, 16), (8, 8), (4, 8), (8, 16), (2, 16), (64, 2), (32, 4)])
 @pytest.mark.parametrize("case", ["zero_in_degree", "power_law", "bipartite"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_folded_head_dots_match_float64_formula(dtype, H, D, case, op, idtype):
-    # heads of 16 or 8 on 64 features, of 8 on 32: the register kernel folds all heads' products in halves
+    # heads narrower than 32 on 32, 64 or 128 features: the register kernel folds all heads' products by adjacent
+    # pairs into the dots, in vectors
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
 
     W, SEG = spmm_backward._kernel_key(H, D)
-    assert (W, SEG) == (H * D, D) and spmm_backward._tree(W, SEG)
+    assert (W, SEG) == (H * D, D) and 1 < SEG < spmm_backward.WIDE_HEAD
     assert not spmm_backward._slot_order(W, SEG, H, 1 << 30)  # weights read in place at their edge ids
     index = _index(case, idtype)
     _check_cpu_kernel(index, H, D, dtype, 3 * H + D, op)
@@ -165,14 +166,17 @@ def test_kernel_keys_pick_the_register_rows_for_one_head_and_narrow_heads():
     assert spmm_backward._kernel_key(2, 32) == (64, 32)        # wide heads: dots in the loop
     assert spmm_backward._kernel_key(2, 64) == (128, 64)
     assert spmm_backward._kernel_key(4, 32) == (128, 32)
-    assert spmm_backward._kernel_key(4, 16) == (64, 16)        # heads of 16 on 64: folded dots
-    assert spmm_backward._kernel_key(8, 16) == (0, 0)          # on 128 columns: the general loop
+    assert spmm_backward._kernel_key(4, 16) == (64, 16)        # heads of 16: folded dots
+    assert spmm_backward._kernel_key(8, 16) == (128, 16)
     assert spmm_backward._kernel_key(1, 32) == (32, 32)        # 32 features
     assert spmm_backward._kernel_key(4, 8) == (32, 8)
     assert spmm_backward._kernel_key(8, 4) == (32, 4)
-    assert spmm_backward._kernel_key(2, 16) == (0, 0)
-    assert [spmm_backward._tree(W, SEG) for W, SEG in ((64, 8), (64, 16), (64, 4), (128, 8), (128, 16), (32, 8),
-                                                        (32, 4))] == [True, True, False, False, False, True, False]
+    assert spmm_backward._kernel_key(2, 16) == (32, 16)
+    assert spmm_backward._kernel_key(16, 3) == (0, 0)          # a head width without a kernel
+    # only one weight per edge beyond SLOT_ORDER_MIN_BYTES moves into slot order; several heads read in place
+    assert [spmm_backward._slot_order(W, SEG, W // SEG, 1 << 30) for W, SEG in ((64, 64), (64, 8), (128, 4), (32, 2),
+                                                                               (128, 32))] == [True] + [False] * 4
+    assert not spmm_backward._slot_order(64, 64, 1, spmm_backward.SLOT_ORDER_MIN_BYTES - 1)
     assert spmm_backward._kernel_key(1, 256) == (0, 0)
     assert spmm_backward._kernel_key(2, 128) == (0, 0)
     assert spmm_backward._kernel_key(1, 96) == (0, 0)
@@ -199,7 +203,7 @@ def _degrees_index(idtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("H, D", [(1, 256), (2, 128), (1, 384), (3, 5), (8, 16)])
+@pytest.mark.parametrize("H, D", [(1, 256), (2, 128), (1, 384), (3, 5), (6, 16)])
 @pytest.mark.parametrize("case", ["fanout", "degrees", "power_law", "zero_in_degree"])
 @pytest.mark.parametrize("op", ["mul", "div"])
 def test_general_rows_match_float64_formula(dtype, H, D, case, op, idtype):
@@ -236,20 +240,21 @@ def test_hub_with_100k_in_edges(backend, threads, H, D, op):
     assert_close(grad_w, ew, torch.bfloat16)
 
 
-def test_weights_moved_by_inverse_scatter_or_gather_agree():
-    """Where the weights go into slot order (the register kernel of several heads), ``eid_inverse`` moves them
+def test_weights_moved_by_inverse_scatter_or_gather_agree(monkeypatch):
+    """Where the weights go into slot order (one weight per edge beyond the cache), ``eid_inverse`` moves them
     by a scatter instead of a gather: same bits; a wrong length is refused."""
     pytest.importorskip("numba")
     from mpgraph.ops._cpu import spmm_backward
     from mpgraph.ops._cpu._backend import _csc, _inverse
     from mpgraph.ops._cpu.spmm_backward import mul_sum_backward
 
-    assert spmm_backward._slot_order(*spmm_backward._kernel_key(16, 4), 16, 0)
+    monkeypatch.setattr(spmm_backward, "SLOT_ORDER_MIN_BYTES", 0)     # the small test weights move too
+    assert spmm_backward._slot_order(*spmm_backward._kernel_key(1, 64), 1, 0)
     index = _index("power_law", torch.int64)
     indptr, src, eid = _csc(reversed_index(index))
     assert eid is not None                                  # out-edges are not in edge-id order
-    G, x, w = _operands(index, 16, 4, torch.float32)
-    args = (indptr, src, eid, G.reshape(-1, 16, 4), x.reshape(-1, 16, 4), w)
+    G, x, w = _operands(index, 1, 64, torch.float32)
+    args = (indptr, src, eid, G.reshape(-1, 1, 64), x.reshape(-1, 1, 64), w)
     gathered = mul_sum_backward(*args)
     scattered = mul_sum_backward(*args, eid_inverse=_inverse(eid))
     assert torch.equal(gathered[0], scattered[0]) and torch.equal(gathered[1], scattered[1])

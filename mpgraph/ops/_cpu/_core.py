@@ -547,21 +547,27 @@ def f32_to_bf16_bits(typingctx, x):
     sig = types.int16(x)
 
     def codegen(context, builder, sig, args):
-        i32 = ir.IntType(32)
-
-        def c(v):
-            return ir.Constant(i32, v)
-
-        b = builder.bitcast(args[0], i32)
-        hi = builder.lshr(b, c(16))
-        # round to nearest even: add 0x7FFF plus the lowest kept bit, keep the upper half (a NaN can carry into
-        # the sign; it takes the other branch)
-        rounded = builder.lshr(builder.add(builder.add(b, c(0x7FFF)), builder.and_(hi, c(1))), c(16))
-        quiet = builder.or_(hi, c(0x40))  # NaN: truncated, with the quiet bit set so it stays a NaN
-        is_nan = builder.icmp_unsigned(">", builder.and_(b, c(0x7FFFFFFF)), c(0x7F800000))
-        return builder.trunc(builder.select(is_nan, quiet, rounded), ir.IntType(16))
+        return _bf16_round(builder, args[0], None)
 
     return sig, codegen
+
+
+def _bf16_round(builder, value, lanes):
+    """LLVM code of :func:`f32_to_bf16_bits` on a float (``lanes`` None) or a vector of ``lanes`` floats."""
+    i32 = ir.IntType(32) if lanes is None else ir.VectorType(ir.IntType(32), lanes)
+    i16 = ir.IntType(16) if lanes is None else ir.VectorType(ir.IntType(16), lanes)
+
+    def c(v):
+        return ir.Constant(i32, v if lanes is None else [v] * lanes)
+
+    b = builder.bitcast(value, i32)
+    hi = builder.lshr(b, c(16))
+    # round to nearest even: add 0x7FFF plus the lowest kept bit, keep the upper half (a NaN can carry into
+    # the sign; it takes the other branch)
+    rounded = builder.lshr(builder.add(builder.add(b, c(0x7FFF)), builder.and_(hi, c(1))), c(16))
+    quiet = builder.or_(hi, c(0x40))  # NaN: truncated, with the quiet bit set so it stays a NaN
+    is_nan = builder.icmp_unsigned(">", builder.and_(b, c(0x7FFFFFFF)), c(0x7F800000))
+    return builder.trunc(builder.select(is_nan, quiet, rounded), i16)
 
 
 @overload(store)
@@ -659,6 +665,151 @@ def _stack_acc_impl(arr, n):
     if arr.dtype == types.float64:
         return lambda arr, n: stack_f64(n)
     return lambda arr, n: stack_f32(n)
+
+
+@intrinsic
+def fold_adjacent(typingctx, arr, n, m):
+    """Sum adjacent pairs of ``arr[:n]`` until ``m`` values are left, in ``arr[:m]``: ``arr[i]`` becomes the sum of
+    the ``n // m`` consecutive values from ``arr[i * n // m]`` (``n``, ``m`` compile-time powers of two, ``m <= n``).
+
+    ``H`` dots of ``n // H`` products each (a row of narrow heads) fold in ``log2(n // H)`` steps of one vector
+    add of even against odd lanes, ending contiguous. Written in LLVM vectors because the same sums as Numba
+    loops became one horizontal reduction per dot (extracts, shuffles and scalar adds); the float adds carry
+    ``reassoc``/``contract`` like the kernels' fastmath."""
+    if not (isinstance(arr, types.Array) and arr.dtype in (types.float32, types.float64)
+            and isinstance(n, types.IntegerLiteral) and isinstance(m, types.IntegerLiteral)):
+        return None
+    N, M = n.literal_value, m.literal_value
+    if not (0 < M <= N and N & (N - 1) == 0 and M & (M - 1) == 0):
+        return None
+    sig = types.void(arr, n, m)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        elt = context.get_data_type(sig.args[0].dtype)
+        size = sig.args[0].dtype.bitwidth // 8
+        v = builder.load(builder.bitcast(ary.data, ir.VectorType(elt, N).as_pointer()), align=size)
+        k = N
+        while k > M:
+            k //= 2
+            even = builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), k),
+                                                            [2 * i for i in range(k)]))
+            odd = builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), k),
+                                                           [2 * i + 1 for i in range(k)]))
+            v = builder.fadd(even, odd, flags=("reassoc", "contract"))
+        builder.store(v, builder.bitcast(ary.data, ir.VectorType(elt, M).as_pointer()), align=size)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _run_types(arr, run, m):
+    """``(N, storage, acc)`` for :func:`load_run`/:func:`store_run`, or None: ``arr`` a flat array of a kernel format,
+    ``run`` a float array of its accumulator type, ``m`` a literal run length."""
+    if not (isinstance(arr, types.Array) and isinstance(run, types.Array) and isinstance(m, types.IntegerLiteral)
+            and m.literal_value > 0):
+        return None
+    acc = types.float64 if arr.dtype == types.float64 else types.float32
+    if arr.dtype not in (types.float64, types.float32, types.int16, types.uint16) or run.dtype != acc:
+        return None
+    return m.literal_value
+
+
+def _run_ptr(context, builder, aryty, ary_val, idx, elt, n):
+    return builder.bitcast(element_ptr(context, builder, aryty, ary_val, idx), ir.VectorType(elt, n).as_pointer())
+
+
+@intrinsic
+def load_run(typingctx, arr, idx, run, m):
+    """``run[:m] = arr[idx:idx + m]`` widened to the accumulator type, as one vector load and conversion
+    (``m`` a compile-time constant; ``run`` a :func:`stack_acc` array). A few values that feed several products
+    (the weights of one edge's heads) load as one vector, not ``m`` scalar loads and conversions."""
+    n = _run_types(arr, run, m)
+    if n is None or not isinstance(idx, types.Integer):
+        return None
+    sig = types.void(arr, idx, run, m)
+
+    def codegen(context, builder, sig, args):
+        aryty, runty = sig.args[0], sig.args[2]
+        f32 = ir.FloatType()
+        store_elt = context.get_data_type(aryty.dtype)
+        v = builder.load(_run_ptr(context, builder, aryty, args[0], args[1], store_elt, n),
+                         align=aryty.dtype.bitwidth // 8)
+        if aryty.dtype == types.int16:          # bfloat16: the bits move to the upper half of a float32
+            v32 = builder.zext(v, ir.VectorType(ir.IntType(32), n))
+            v = builder.bitcast(builder.shl(v32, ir.Constant(v32.type, [16] * n)), ir.VectorType(f32, n))
+        elif aryty.dtype == types.uint16:       # float16: exact widening
+            v = builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), n)), ir.VectorType(f32, n))
+        run = context.make_array(runty)(context, builder, args[2])
+        elt = context.get_data_type(runty.dtype)
+        builder.store(v, builder.bitcast(run.data, ir.VectorType(elt, n).as_pointer()), align=runty.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def store_run(typingctx, arr, idx, run, m):
+    """``arr[idx:idx + m] = run[:m]``, each value rounded once to the array's format, as one vector conversion and
+    store (the counterpart of :func:`load_run`; the rounding is :func:`store`'s)."""
+    n = _run_types(arr, run, m)
+    if n is None or not isinstance(idx, types.Integer):
+        return None
+    sig = types.void(arr, idx, run, m)
+
+    def codegen(context, builder, sig, args):
+        aryty, runty = sig.args[0], sig.args[2]
+        run = context.make_array(runty)(context, builder, args[2])
+        elt = context.get_data_type(runty.dtype)
+        v = builder.load(builder.bitcast(run.data, ir.VectorType(elt, n).as_pointer()), align=runty.dtype.bitwidth // 8)
+        if aryty.dtype == types.int16:
+            v = _bf16_round(builder, v, n)
+        elif aryty.dtype == types.uint16:
+            v = builder.bitcast(builder.fptrunc(v, ir.VectorType(ir.HalfType(), n)), ir.VectorType(ir.IntType(16), n))
+        store_elt = context.get_data_type(aryty.dtype)
+        builder.store(v, _run_ptr(context, builder, aryty, args[0], args[1], store_elt, n),
+                      align=aryty.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def mul_run(typingctx, dst, a, b, m):
+    """``dst[:m] = a[:m] * b`` (``b`` a scalar) or ``a[:m] * b[:m]`` (``b`` an array), one vector multiply over
+    accumulator-type stack arrays (``m`` a compile-time constant). LLVM left these few products scalar, with
+    extracts and inserts around each, when written as loops beside :func:`fold_adjacent`'s vectors."""
+    if not (isinstance(dst, types.Array) and isinstance(a, types.Array) and dst.dtype == a.dtype
+            and dst.dtype in (types.float32, types.float64) and isinstance(m, types.IntegerLiteral)
+            and m.literal_value > 0):
+        return None
+    if isinstance(b, types.Array):
+        if b.dtype != dst.dtype:
+            return None
+    elif b != dst.dtype:
+        return None
+    n = m.literal_value
+    sig = types.void(dst, a, b, m)
+
+    def codegen(context, builder, sig, args):
+        elt = context.get_data_type(sig.args[0].dtype)
+        size = sig.args[0].dtype.bitwidth // 8
+        vty = ir.VectorType(elt, n)
+
+        def vec(aryty, val):
+            ary = context.make_array(aryty)(context, builder, val)
+            return builder.bitcast(ary.data, vty.as_pointer())
+
+        va = builder.load(vec(sig.args[1], args[1]), align=size)
+        if isinstance(sig.args[2], types.Array):
+            vb = builder.load(vec(sig.args[2], args[2]), align=size)
+        else:
+            vb = builder.insert_element(ir.Constant(vty, ir.Undefined), args[2], ir.Constant(ir.IntType(32), 0))
+            vb = builder.shuffle_vector(vb, vb, ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n))
+        builder.store(builder.fmul(va, vb, flags=("reassoc", "contract")), vec(sig.args[0], args[0]), align=size)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 def line_elems(arr):

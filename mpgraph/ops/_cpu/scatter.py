@@ -405,14 +405,14 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
 _GATHER_ROWS = {(W, f): _make_gather_rows(W, f) for W in GATHER_WIDTHS + (0,) for f in FACTORS.values()}
 #: head widths of the products' block broadcast with a compiled-in row loop (with ``W`` in :data:`GATHER_WIDTHS`)
 GATHER_HEAD_SEGS = (2, 4, 8, 16, 32, 64)
-#: head widths whose row loop of :data:`GATHER_TREE_WIDTH` columns keeps each edge's factors and terms as row
-#: vectors and folds the terms of all heads in halves (:func:`_make_gather_rows` with ``TREE``), as the sum
-#: backward's :data:`.spmm_backward.TREE_SEGS` do. Measured against the per-head sums (in-process A/B of
-#: ``gather_winners`` with both gradients, uniform graph, 2M edges, 2 threads, AMD EPYC, medians of 11
-#: alternating calls, three rounds, the last in ``benchmarks/results/gather_winners_ab_s25.jsonl``;
-#: ``u_mul_e``/``u_div_e`` max, fp32 and bf16): 8 heads of 8 0.77-0.96x, 4 of 16 0.80-1.03x, 16 of 4
-#: 0.51-0.73x, 2 of 32 0.80-0.96x. Not taken: 32 heads of 2 (1.07-1.17x) and every head width at 128 columns
-#: (1.1-1.8x, except 32 heads of 4 in bf16), where the row vectors spill.
+#: head widths whose row loop of :data:`GATHER_TREE_WIDTH` columns keeps each edge's factors and terms as row vectors
+#: and folds the terms of all heads in halves (:func:`_make_gather_rows` with ``TREE``), as the sum backward's heads of
+#: 8 and 16 did from the twenty-fourth to the forty-fourth session. Measured against the per-head sums (in-process A/B
+#: of ``gather_winners`` with both gradients, uniform graph, 2M edges, 2 threads, AMD EPYC, medians of 11 alternating
+#: calls, three rounds, the last in ``benchmarks/results/gather_winners_ab_s25.jsonl``; ``u_mul_e``/``u_div_e`` max,
+#: fp32 and bf16): 8 heads of 8 0.77-0.96x, 4 of 16 0.80-1.03x, 16 of 4 0.51-0.73x, 2 of 32 0.80-0.96x. Not taken: 32
+#: heads of 2 (1.07-1.17x) and every head width at 128 columns (1.1-1.8x, except 32 heads of 4 in bf16), where the row
+#: vectors spill.
 GATHER_TREE_SEGS = (4, 8, 16, 32)
 #: the row width of that loop
 GATHER_TREE_WIDTH = 64

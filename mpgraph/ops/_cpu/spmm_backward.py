@@ -18,8 +18,7 @@ ahead) and used for both products. Edge ids in that order are scattered (the for
 destination), so each edge's weights and their gradient are a random access as costly as the row gather
 unless it is hidden: the kernel reads ``w[eid[k]]`` and writes ``grad_w[eid[k]]`` in place, prefetching
 both :data:`PREFETCH_DISTANCE` slots ahead together with the ``G`` row. One weight per edge (``H = 1``) beyond
-the cache and the register kernel of narrow heads that sums each head on its own are the exceptions
-(:func:`_slot_order`: measured faster on the CI machine): there the weights are first moved
+the cache is the exception (:func:`_slot_order`: measured faster on the CI machine): there the weights are first moved
 into slot order by a parallel copy loop (a scatter over the edge ids when their inverse permutation is
 given, which the CPU backend caches per graph, else a gather by ``eid``), the kernel reads and writes them
 sequentially, and the gradient goes back to the edge ids by a second scatter. Elementwise weights
@@ -49,8 +48,8 @@ from numba import njit
 
 from ...precision import accum_dtype
 from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds, edge_of,
-                    empty_out, index_view, kernel_view, load, num_threads, prefetch, raw_get, raw_set, run_parallel,
-                    stack_acc, store, to_acc)
+                    empty_out, fold_adjacent, index_view, kernel_view, line_elems, load, load_run, mul_run,
+                    num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc, store, store_run, to_acc)
 from ._layout import check_float, check_index
 
 __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
@@ -194,20 +193,25 @@ def _make_heads_rows(W, SEG, DIV):
     ``(E, H, 1)``; ``SEG = W`` is one scalar per edge), both compile-time constants. The row's accumulator and
     its widened ``x`` row are stack arrays that LLVM keeps in vector registers (as in the forward's blocked
     passes). Heads of :data:`WIDE_HEAD` columns or more (one head: ``SEG = W``): each head's dot is a
-    register reduction in the same loop as its accumulation. Narrow heads: the edge's ``H`` weights and its
-    products are stack arrays indexed by ``j // SEG``, a constant per column once the loops unroll, and each
-    head's dot a reduction of its ``SEG`` products; the general rows' runtime ``H`` and ``D`` loops run
-    short scalar loops for them (:data:`HEAD_SEGS`). Where :func:`_tree` holds, the products of all heads are
-    folded in halves together (``log2 SEG`` steps of vector adds over the whole row) instead of ``H`` separate
-    reductions, each of which ends in a horizontal sum of one vector. ``scratch``, ``H_`` and ``D_`` are the
-    shared row signature's, unused here."""
+    register reduction in the same loop as its accumulation. Narrow heads: the edge's ``H`` weights are one
+    vector load (:func:`._core.load_run`), broadcast to their columns by ``j // SEG`` (a constant per column once
+    the loops unroll); the row's ``W`` products ``G * x`` fold by adjacent pairs into the ``H`` dots
+    (:func:`._core.fold_adjacent`: ``log2 SEG`` steps of one vector add of even against odd lanes), which are
+    scaled and stored as one vector (:func:`._core.mul_run`, :func:`._core.store_run`). Written as Numba loops,
+    LLVM made each head's dot a horizontal reduction of its own and each weight and gradient a scalar load or
+    store: on the Zen 4 machine (2 threads, uniform graph, 2M edges, the backward alone, old and new code
+    round-robin in one process with ``benchmarks/ab_commit.py --heads``, forty-fifth session) 8 heads of 8 took
+    0.43-0.59x the former fold's time in fp32, bf16 and fp16, 4 heads of 16 0.45-0.82x, 4 heads of 8 0.70-0.84x;
+    shapes that summed each head on its own in slot order 0.52-0.92x (16 heads of 8, 8/16/32 heads of 4, 16/32
+    heads of 2), 64 heads of 2 0.69-1.06x, and heads of 16 on 32 and 128 features, which took the general row
+    loop, 0.53-0.86x. ``scratch``, ``H_`` and ``D_`` are the shared row signature's, unused here."""
     H = W // SEG
-    TREE = _tree(W, SEG)
     NARROW_H, NARROW_W = (H, W) if 1 < SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, scale, H_, D_, pf_dist, pf_lines,
              pf_step):
+        W_LINES = (H + line_elems(w) - 1) // line_elems(w)
         acc = stack_acc(gx, W)                      # [W] accumulator of gx[r]
         xr = stack_acc(gx, W)                       # [W] x[r] in the accumulator type
         wv = stack_acc(gx, NARROW_H)                # [H] the edge's weights (narrow heads only)
@@ -233,8 +237,9 @@ def _make_heads_rows(W, SEG, DIV):
                         if SEG == 1:                # (compile-time) elementwise weights: rows as long as G's
                             for t in range(pf_lines):
                                 _prefetch_edge(w, gw, ep + t * pf_step)
-                        else:
-                            _prefetch_edge(w, gw, ep)
+                        else:               # every line of the edge's H weights (two or more from 128 B on)
+                            for t in range(W_LINES):
+                                _prefetch_edge(w, gw, ep + t * pf_step)
                     if use_scale:
                         prefetch(scale, raw_get(indices, k + pf_dist))
                 v = raw_get(indices, k)
@@ -260,32 +265,22 @@ def _make_heads_rows(W, SEG, DIV):
                             dot += g * xr[j]
                         store(gw, eb + h, _weight_grad(DIV, dot * sc, f))
                     continue
-                for h in range(H):
-                    wv[h] = to_acc(gx, load(w, eb + h))
+                load_run(w, eb, wv, NARROW_H)
                 if DIV:                             # (compile-time) the reciprocals in a loop of their own:
                     for h in range(H):              # one vector division
                         wv[h] = _factor(DIV, one, wv[h])
-                for h in range(H):
-                    ws[h] = wv[h] * sc
+                mul_run(ws, wv, sc, NARROW_H)
                 for j in range(W):                  # [W]: one G element feeds both products
                     g = to_acc(gx, load(G, gb + j))
                     acc[j] += g * ws[j // SEG]
                     prod[j] = g * xr[j]
-                if TREE:                            # (compile-time) fold every head's products in halves:
-                    half = SEG // 2                 # a step adds lanes [half, 2 half) of each head to its
-                    while half >= 1:                # first half, so each head's dot ends in its first lane
-                        for j in range(H * half):
-                            hs = (j // half) * SEG + j % half
-                            prod[hs] = prod[hs] + prod[hs + half]
-                        half //= 2
-                    for h in range(H):
-                        store(gw, eb + h, _weight_grad(DIV, prod[h * SEG] * sc, wv[h]))
-                    continue
-                for h in range(H):                  # each head's dot: a reduction of its SEG products
-                    dot = zero
-                    for d in range(SEG):
-                        dot += prod[h * SEG + d]
-                    store(gw, eb + h, _weight_grad(DIV, dot * sc, wv[h]))
+                fold_adjacent(prod, W, H)           # each head's dot, contiguous in prod[:H]
+                mul_run(prod, prod, sc, H)
+                if DIV:                             # (compile-time) -dot / w**2 = -(dot * f) * f, f = 1 / w
+                    mul_run(prod, prod, wv, H)
+                    mul_run(prod, prod, wv, H)
+                    mul_run(prod, prod, -one, H)
+                store_run(gw, eb, prod, H)
             for j in range(W):
                 store(gx, xb + j, acc[j])
 
@@ -305,8 +300,7 @@ def _slot_order(W, SEG, H, weight_bytes):
     """Whether the kernel of :func:`_kernel_key` ``(W, SEG)`` for ``H`` heads takes its weights (``weight_bytes``
     in all) in slot order (moved there and back by :func:`_permute`) rather than reading and writing them at each
     slot's edge id with a software prefetch: one weight per edge (``H == 1``, every kernel family) of at least
-    :data:`SLOT_ORDER_MIN_BYTES`, and the register kernel of narrow heads (its products path, ``SEG <``
-    :data:`WIDE_HEAD`) where it sums each head's products on its own (not :func:`_tree`).
+    :data:`SLOT_ORDER_MIN_BYTES`.
 
     In place over slot order (``benchmarks/edge_order.py``, 2 threads): on the 2-core AVX2 AMD EPYC VM of the
     thirty-second to thirty-ninth sessions, ``H = 1`` took 1.03-1.30x on 10M edges (D = 64, 128, 256; fp32 and bf16)
@@ -316,33 +310,13 @@ def _slot_order(W, SEG, H, weight_bytes):
     script found ``H = 1`` 0.84-0.99x on 10M edges, general heads (4, 16) 0.83-0.86x, (8, 16) 0.90-1.07x; on 2M
     edges 0.71-1.07x; wide heads on both, (2, 64) 0.71-0.88x, (4, 32) 0.71-0.85x, (2, 32) 0.81-0.85x (2M only): the
     choice for one weight per edge depends on the machine's memory system and follows the one CI and the README's
-    figures run on. The register kernel of 8 heads of 8 was bimodal on 10M edges in fp32, 0.80-1.33x over ten runs
-    (five of them 1.16-1.33x), so it kept the slot order, although bf16 measured 0.92-0.96x there (1.10x on 2M
-    edges); since the twenty-fourth session that kernel folds its dots as a tree and reads the weights in place (see
-    :data:`TREE_SEGS`)."""
-    return (H == 1 and weight_bytes >= SLOT_ORDER_MIN_BYTES) or (W > 0 and 1 < SEG < WIDE_HEAD and not _tree(W, SEG))
-
-
-#: head widths whose dots the register kernel of :data:`TREE_WIDTH` columns folds across heads (:func:`_tree`),
-#: reading the weights in place. Measured against the kernels before (scratch A/B of the backward alone,
-#: 2 threads, AMD EPYC, median of 3-5 rounds; uniform graphs): 4 heads of 16 (the general row loop before)
-#: 0.72x fp32 and 0.69x bf16 on 2M edges, 0.95x and 0.69x on 10M; 8 heads of 8 (per-head sums in slot
-#: order before) 0.87x and 0.68x on 2M edges, 0.86x and 0.91x on 10M. Not kept elsewhere: at 128 columns the
-#: folded products spill (4 heads of 32: 2.5x the in-loop dots' time, 16 heads of 8: 1.7x), at 2 heads of
-#: 32 it took 1.3x the in-loop dots', at 16 heads of 4 1.05-1.3x the per-head sums'.
-TREE_SEGS = (8, 16)
-#: the row width of the folded-dots kernel: its row accumulator, widened ``x`` row and products fit in registers
-TREE_WIDTH = 64
-#: further ``(W, SEG)`` shapes that fold: 4 heads of 8 on 32 features (GAT's common hidden layer), 0.84-0.86x
-#: the per-head sums in slot order (fp32 and bf16, ``u_mul_e`` and ``u_div_e`` sum, uniform graph, 2M edges, one
-#: in-process round of 7 reps, twenty-eighth session); 8 heads of 4 there were 0.54-0.75x the general loop
-#: folded and 0.56-0.69x per head, so they keep the per-head sums
-TREE_SHAPES = ((32, 8),)
-
-
-def _tree(W, SEG):
-    """Whether the register kernel of ``W // SEG`` heads of ``SEG`` folds its dots across heads."""
-    return (W == TREE_WIDTH and SEG in TREE_SEGS) or (W, SEG) in TREE_SHAPES
+    figures run on. Narrow heads kept their per-head sums in slot order where they did not fold their dots until
+    the forty-fifth session; since every narrow shape folds in vectors (:func:`_make_heads_rows`) and prefetches
+    every line of an edge's weights (32 fp32 weights are two lines; one was prefetched), all of them read in place
+    (the folded kernel in place against the per-head sums in slot order: 0.52-0.92x, 64 heads of 2 0.69-1.06x; in
+    slot order the folded kernel took 0.47-1.34x the same, behind in place for 16 heads of 8, 16 heads of 2 and
+    8 heads of 4)."""
+    return H == 1 and weight_bytes >= SLOT_ORDER_MIN_BYTES
 
 
 #: head width from which the register kernel reduces each head's dot in its loop (narrower heads go through
@@ -356,23 +330,23 @@ WIDE_HEAD = 32
 #: 32 since the twenty-eighth session, against the general loop (uniform graph, 2M edges, 2 threads, fp32 and
 #: bf16, ``u_mul_e``/``u_div_e`` sum, one in-process round of 7 reps): one weight per edge 0.78-0.83x, 8 heads of
 #: 4 0.56-0.69x, 16 heads of 2 0.55-0.74x, elementwise (E, 32) 0.95-1.01x, 4 heads of 8 0.98-1.05x (0.84-0.86x
-#: folded, :data:`TREE_SHAPES`)
+#: with its dots folded)
 BLOCK_WIDTHS = (32, 64, 128)
 #: head widths ``D`` with a register-resident kernel for ``H = W // D`` heads: narrow ones through a products
-#: array, from :data:`WIDE_HEAD` on with each head's dot in the loop. Heads of 16 take it only at 64 columns,
-#: where their dots fold across heads (:data:`TREE_SEGS`); elsewhere they stay on the general row loop,
-#: whose per-head loops vectorise from D = 16 on: the in-loop dots took 1.3-1.55x its time there, the
-#: products array with per-head sums was even. Measured register kernel over general loop (2 threads,
-#: fp32 / bf16): narrow, 2M edges, (8, 8) fp32 38 against 62 ms; wide, 10M edges, (2, 64) 0.51 / 0.81x,
-#: (4, 32) 0.70 / 0.78x, (2, 32) 0.67 / 0.70x, and on 2M edges 0.64-0.84x
-HEAD_SEGS = (2, 4, 8, 32, 64)
+#: array folded into the dots, from :data:`WIDE_HEAD` on with each head's dot in the loop. Heads of 16 took it only
+#: at 64 columns until the forty-fifth session (the general loop, whose per-head loops vectorise from D = 16 on,
+#: was as fast as per-head sums of the products); with the vector fold, 2 heads of 16 and 8 heads of 16 took
+#: 0.61-0.71x and 0.53-0.86x the general loop's time (:func:`_make_heads_rows`). Measured register kernel over
+#: general loop before (2 threads, fp32 / bf16): narrow, 2M edges, (8, 8) fp32 38 against 62 ms; wide, 10M edges,
+#: (2, 64) 0.51 / 0.81x, (4, 32) 0.70 / 0.78x, (2, 32) 0.67 / 0.70x, and on 2M edges 0.64-0.84x
+HEAD_SEGS = (2, 4, 8, 16, 32, 64)
 
 
 def _kernel_key(H, D):
     """``(W, SEG)`` of the kernel for ``H`` heads of ``D``: the register kernel of ``W // SEG`` heads (``SEG = W``:
     one weight per edge), or ``(0, 0)``, the general row loop."""
     W = H * D
-    if W in BLOCK_WIDTHS and (H == 1 or D == 1 or D in HEAD_SEGS or _tree(W, D)):
+    if W in BLOCK_WIDTHS and (H == 1 or D == 1 or D in HEAD_SEGS):
         return W, D
     return 0, 0
 

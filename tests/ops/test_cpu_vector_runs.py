@@ -1,0 +1,128 @@
+"""The CPU kernels' vector helpers (``_cpu/_core.py``: ``load_run``, ``store_run``, ``mul_run``, ``fold_adjacent``)
+give exactly what the scalar helpers give, element by element, in every storage format."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("numba")
+
+from numba import njit  # noqa: E402
+
+from mpgraph.ops._cpu._core import (fold_adjacent, kernel_view, load, load_run, mul_run, stack_acc, store,  # noqa: E402
+                                    store_run, to_acc)
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+DTYPE_IDS = ["f64", "f32", "f16", "bf16"]
+
+
+def _specials(dtype):
+    """Values whose rounding to ``dtype`` is delicate (ties to even, overflow, subnormals, signed zeros, NaN), then
+    random ones: 8 * 40 float64 values."""
+    fin = torch.finfo(dtype)
+    one = 1.0 + fin.eps / 2                       # a tie between 1 and the next value: rounds to even (1)
+    above = 1.0 + fin.eps * 1.5                   # a tie that rounds up to 1 + 2 eps
+    vals = [one, above, -one, -above, fin.max, -fin.max, fin.max * 1.5, fin.tiny, fin.tiny / 4, fin.tiny * 0.75,
+            0.0, -0.0, math.inf, -math.inf, math.nan, 1e-30, 3.0e38, -3.4e38, 65504.0, 65520.0]
+    gen = torch.Generator().manual_seed(5)
+    rand = torch.randn(320 - len(vals), generator=gen, dtype=torch.float64) * 10.0 ** torch.randint(
+        -8, 8, (320 - len(vals),), generator=gen)
+    return torch.cat([torch.tensor(vals, dtype=torch.float64), rand])
+
+
+@njit
+def _store_both(acc, vec_out, scalar_out):
+    run = stack_acc(vec_out, 8)
+    for b in range(0, acc.size, 8):
+        for i in range(8):
+            run[i] = acc[b + i]
+        store_run(vec_out, b, run, 8)
+        for i in range(8):
+            store(scalar_out, b + i, run[i])
+
+
+@njit
+def _load_both(src, vec_out, scalar_out):
+    run = stack_acc(src, 8)
+    for b in range(0, src.size, 8):
+        load_run(src, b, run, 8)
+        for i in range(8):
+            vec_out[b + i] = run[i]
+            scalar_out[b + i] = to_acc(src, load(src, b + i))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_store_run_rounds_as_store(dtype):
+    acc_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+    acc = _specials(dtype).to(acc_dtype)
+    vec, scalar = torch.empty(acc.numel(), dtype=dtype), torch.empty(acc.numel(), dtype=dtype)
+    _store_both(acc.numpy(), kernel_view(vec), kernel_view(scalar))
+    assert np.array_equal(kernel_view(vec).view(np.uint8), kernel_view(scalar).view(np.uint8))  # bit for bit
+    # and both are the correctly rounded value (torch's conversion), NaN as NaN
+    expected = acc.to(dtype)
+    same = (vec == expected) | (vec.isnan() & expected.isnan())
+    assert bool(same.all()), acc[~same]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_load_run_widens_as_load(dtype):
+    src = _specials(dtype).to(dtype)
+    acc = np.float64 if dtype == torch.float64 else np.float32
+    vec, scalar = np.empty(src.numel(), acc), np.empty(src.numel(), acc)
+    _load_both(kernel_view(src), vec, scalar)
+    assert np.array_equal(vec.view(np.uint64 if acc == np.float64 else np.uint32),
+                          scalar.view(np.uint64 if acc == np.float64 else np.uint32))
+    assert np.array_equal(vec, src.to(torch.float64).numpy().astype(acc), equal_nan=True)
+
+
+@njit
+def _fold(x, out, n, m):
+    run = stack_acc(x, 64)
+    for i in range(64):
+        run[i] = x[i]
+    if n == 64 and m == 8:
+        fold_adjacent(run, 64, 8)
+    elif n == 64 and m == 4:
+        fold_adjacent(run, 64, 4)
+    elif n == 32 and m == 4:
+        fold_adjacent(run, 32, 4)
+    else:
+        fold_adjacent(run, 8, 8)
+    for i in range(m):
+        out[i] = run[i]
+    for i in range(m, 64):                        # the folded part is scratch; the rest is left as it was
+        out[i] = run[i] if i >= n else x[i]
+
+
+@pytest.mark.parametrize("n, m", [(64, 8), (64, 4), (32, 4), (8, 8)])
+def test_fold_adjacent_sums_consecutive_groups(n, m):
+    # small integers: every order of the sums is exact, so the result must equal the grouped sum exactly
+    x = torch.randint(-1000, 1000, (64,), generator=torch.Generator().manual_seed(n + m)).to(torch.float32)
+    out = np.empty(64, np.float32)
+    _fold(x.numpy(), out, n, m)
+    assert torch.equal(torch.from_numpy(out[:m]), x[:n].reshape(m, n // m).sum(1))
+
+
+@njit
+def _muls(a, b, s, out_scalar, out_array):
+    ra, rb, r1, r2 = stack_acc(a, 8), stack_acc(a, 8), stack_acc(a, 8), stack_acc(a, 8)
+    for i in range(8):
+        ra[i] = a[i]
+        rb[i] = b[i]
+    mul_run(r1, ra, s, 8)
+    mul_run(r2, ra, rb, 8)
+    mul_run(ra, ra, ra, 8)                        # in place
+    for i in range(8):
+        out_scalar[i] = r1[i]
+        out_array[i] = r2[i] + ra[i]
+
+
+def test_mul_run_multiplies_each_lane():
+    a = np.array([1.5, -2.0, 0.0, np.inf, 3.0, 1e-20, -7.25, 1e15], np.float32)
+    b = np.array([2.0, 0.5, -1.0, 2.0, np.nan, 1e-20, 4.0, 1e15], np.float32)
+    s1, s2 = np.empty(8, np.float32), np.empty(8, np.float32)
+    _muls(a, b, np.float32(-3.0), s1, s2)
+    assert np.array_equal(s1, a * np.float32(-3.0))
+    assert np.array_equal(s2, a * b + a * a, equal_nan=True)
