@@ -15,6 +15,13 @@ changes the last bits, so the two results are checked against each other within 
     python benchmarks/ab_commit.py --old 3b6fc2b --graph large --dim 128
     python benchmarks/ab_commit.py --old HEAD~1 --graph uniform --dim 64 --ops copy_u_sum,copy_u_max_noarg
     python benchmarks/ab_commit.py --old HEAD~1 --graph uniform --heads 8x8,4x16 --ops mul,div
+
+``--autograd`` times a forward+backward of public gSpMM ops instead (``mpgraph.ops.<name>`` of both versions, each
+on a graph built by its own package), with the operands of ``benchmarks/variants.py`` (``--operands``: ``u,e``,
+``u,e1``, ``uh,eh`` with ``--nheads`` heads, ...); gradients are checked within the dtype's tolerance::
+
+    python benchmarks/ab_commit.py --old HEAD~1 --graph uniform --dim 64 --autograd --ops u_mul_e_max \
+        --operands uh,eh --dtypes float32,bfloat16
 """
 
 import argparse
@@ -95,6 +102,48 @@ def fused_backward(a, where):
                                   "max_rel_diff": float(f"{diff:.3g}")}), flush=True)
 
 
+def autograd(a, where):
+    """The ``--autograd`` mode: old and new forward+backward of public ops, round-robin, one line per op and dtype."""
+    import mpgraph
+    from mpgraph import ops
+
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from tolerances import assert_close
+
+    old_pkg = old_module(a.old, where, "ops")
+    old_root = importlib.import_module("mpgraph_old")
+    g = make_graph(a.graph)
+    graphs = {"old": old_root.graph((g["src"], g["dst"]), num_nodes=g["N"]),
+              "new": mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"])}
+    N, E, D = g["N"], g["E"], a.dim
+    gen = torch.Generator().manual_seed(0)
+    x32 = torch.randn(N, D, generator=gen)
+    shapes = {"u": (N, D), "e": (E, D), "e1": (E, 1), "uh": (N, a.nheads, D // a.nheads), "eh": (E, a.nheads, 1)}
+    base = {k: (x32 if k == "u" else x32.reshape(shapes[k]) if k == "uh" else
+                torch.rand(shapes[k], generator=gen) + 0.5) for k in shapes}
+    for name in a.dtypes.split(","):
+        dtype = getattr(torch, name)
+        for op in a.ops.split(","):
+            inputs = [base[k].to(dtype) for k in a.operands.split(",")]
+            # the upstream gradient, made once (as variants.py does: a training step receives it)
+            seed = torch.ones_like(getattr(ops, op)(graphs["new"], *inputs))
+
+            def run(tag, op=op, inputs=inputs, seed=seed):
+                leaves = [t.detach().requires_grad_() for t in inputs]
+                fn = getattr(old_pkg if tag == "old" else ops, op)
+                fn(graphs[tag], *leaves).backward(seed)
+                return [leaf.grad for leaf in leaves]
+
+            for go, gn in zip(run("old"), run("new")):
+                assert_close(gn, go, dtype)
+            ms = timed({tag: (lambda tag=tag: run(tag)) for tag in ("old", "new")}, a.reps)
+            print(json.dumps({"bench": "ab_commit", "mode": "autograd", "old": a.old, "graph": a.graph, "D": D,
+                              "op": op, "operands": a.operands, **({"H": a.nheads} if "uh" in a.operands else {}),
+                              "dtype": name, "reps": a.reps, "threads": torch.get_num_threads(),
+                              "old_ms": round(ms["old"], 1), "new_ms": round(ms["new"], 1),
+                              "new_over_old": round(ms["new"] / ms["old"], 3)}), flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--old", required=True, help="the commit to compare with (any git revision)")
@@ -105,7 +154,14 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=9)
     p.add_argument("--heads", default=None,
                    help="HxD shapes, comma-separated: time the fused u_mul_e/u_div_e sum backward instead")
+    p.add_argument("--autograd", action="store_true", help="time forward+backward of public ops (see above)")
+    p.add_argument("--operands", default="u,e", help="--autograd: operand kinds of benchmarks/variants.py")
+    p.add_argument("--nheads", type=int, default=8, help="--autograd: heads of the 'uh'/'eh' operands")
     a = p.parse_args(argv)
+    if a.autograd:
+        with tempfile.TemporaryDirectory() as where:
+            autograd(a, where)
+        return
     if a.heads is not None:
         if a.ops == p.get_default("ops"):
             a.ops = "mul,div"

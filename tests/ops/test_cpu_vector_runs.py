@@ -12,7 +12,7 @@ pytest.importorskip("numba")
 from numba import njit  # noqa: E402
 
 from mpgraph.ops._cpu._core import (fold_adjacent, kernel_view, load, load_run, mul_run, stack_acc, store,  # noqa: E402
-                                    store_run, to_acc)
+                                    store_run)
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
 DTYPE_IDS = ["f64", "f32", "f16", "bf16"]
@@ -34,7 +34,7 @@ def _specials(dtype):
 
 @njit
 def _store_both(acc, vec_out, scalar_out):
-    run = stack_acc(vec_out, 8)
+    run = stack_acc(acc, 8)                       # float32, or float64 for a float64 acc
     for b in range(0, acc.size, 8):
         for i in range(8):
             run[i] = acc[b + i]
@@ -45,31 +45,34 @@ def _store_both(acc, vec_out, scalar_out):
 
 @njit
 def _load_both(src, vec_out, scalar_out):
-    run = stack_acc(src, 8)
+    run = stack_acc(vec_out, 8)                   # the type of vec_out
     for b in range(0, src.size, 8):
         load_run(src, b, run, 8)
         for i in range(8):
             vec_out[b + i] = run[i]
-            scalar_out[b + i] = to_acc(src, load(src, b + i))
+            scalar_out[b + i] = load(src, b + i)
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["acc", "f64run"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_store_run_rounds_as_store(dtype):
-    acc_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+def test_store_run_rounds_as_store(dtype, wide):
+    # a run of the accumulator type, or of float64 (a float64 accumulator writing a narrower format)
+    acc_dtype = torch.float64 if dtype == torch.float64 or wide else torch.float32
     acc = _specials(dtype).to(acc_dtype)
     vec, scalar = torch.empty(acc.numel(), dtype=dtype), torch.empty(acc.numel(), dtype=dtype)
     _store_both(acc.numpy(), kernel_view(vec), kernel_view(scalar))
     assert np.array_equal(kernel_view(vec).view(np.uint8), kernel_view(scalar).view(np.uint8))  # bit for bit
-    # and both are the correctly rounded value (torch's conversion), NaN as NaN
-    expected = acc.to(dtype)
+    # and both are the correctly rounded value of the float32 value (torch's conversion), NaN as NaN
+    expected = acc.to(torch.float32 if dtype != torch.float64 else dtype).to(dtype)
     same = (vec == expected) | (vec.isnan() & expected.isnan())
     assert bool(same.all()), acc[~same]
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["acc", "f64run"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_load_run_widens_as_load(dtype):
+def test_load_run_widens_as_load(dtype, wide):
     src = _specials(dtype).to(dtype)
-    acc = np.float64 if dtype == torch.float64 else np.float32
+    acc = np.float64 if dtype == torch.float64 or wide else np.float32
     vec, scalar = np.empty(src.numel(), acc), np.empty(src.numel(), acc)
     _load_both(kernel_view(src), vec, scalar)
     assert np.array_equal(vec.view(np.uint64 if acc == np.float64 else np.uint32),

@@ -704,13 +704,14 @@ def fold_adjacent(typingctx, arr, n, m):
 
 
 def _run_types(arr, run, m):
-    """``(N, storage, acc)`` for :func:`load_run`/:func:`store_run`, or None: ``arr`` a flat array of a kernel format,
-    ``run`` a float array of its accumulator type, ``m`` a literal run length."""
+    """The run length for :func:`load_run`/:func:`store_run`, or None: ``arr`` a flat array of a kernel format,
+    ``run`` a float32 or float64 array (float64 for a float64 ``arr``), ``m`` a literal run length."""
     if not (isinstance(arr, types.Array) and isinstance(run, types.Array) and isinstance(m, types.IntegerLiteral)
             and m.literal_value > 0):
         return None
-    acc = types.float64 if arr.dtype == types.float64 else types.float32
-    if arr.dtype not in (types.float64, types.float32, types.int16, types.uint16) or run.dtype != acc:
+    if arr.dtype not in (types.float64, types.float32, types.int16, types.uint16):
+        return None
+    if run.dtype != types.float64 and (run.dtype != types.float32 or arr.dtype == types.float64):
         return None
     return m.literal_value
 
@@ -721,9 +722,10 @@ def _run_ptr(context, builder, aryty, ary_val, idx, elt, n):
 
 @intrinsic
 def load_run(typingctx, arr, idx, run, m):
-    """``run[:m] = arr[idx:idx + m]`` widened to the accumulator type, as one vector load and conversion
-    (``m`` a compile-time constant; ``run`` a :func:`stack_acc` array). A few values that feed several products
-    (the weights of one edge's heads) load as one vector, not ``m`` scalar loads and conversions."""
+    """``run[:m] = arr[idx:idx + m]`` widened to ``run``'s type, as one vector load and conversion (``m`` a
+    compile-time constant; ``run`` a :func:`stack_acc` array, float32, or float64 for any format). A few values
+    that feed several products (the weights of one edge's heads) load as one vector, not ``m`` scalar loads and
+    conversions."""
     n = _run_types(arr, run, m)
     if n is None or not isinstance(idx, types.Integer):
         return None
@@ -742,6 +744,8 @@ def load_run(typingctx, arr, idx, run, m):
             v = builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), n)), ir.VectorType(f32, n))
         run = context.make_array(runty)(context, builder, args[2])
         elt = context.get_data_type(runty.dtype)
+        if runty.dtype == types.float64 and aryty.dtype != types.float64:   # a float64 run: exact widening
+            v = builder.fpext(v, ir.VectorType(elt, n))
         builder.store(v, builder.bitcast(run.data, ir.VectorType(elt, n).as_pointer()), align=runty.dtype.bitwidth // 8)
         return context.get_dummy_value()
 
@@ -750,8 +754,9 @@ def load_run(typingctx, arr, idx, run, m):
 
 @intrinsic
 def store_run(typingctx, arr, idx, run, m):
-    """``arr[idx:idx + m] = run[:m]``, each value rounded once to the array's format, as one vector conversion and
-    store (the counterpart of :func:`load_run`; the rounding is :func:`store`'s)."""
+    """``arr[idx:idx + m] = run[:m]``, each value rounded to the array's format as :func:`store` rounds it (once from
+    float32; a float64 run goes through float32, as there), as one vector conversion and store (the counterpart
+    of :func:`load_run`)."""
     n = _run_types(arr, run, m)
     if n is None or not isinstance(idx, types.Integer):
         return None
@@ -762,6 +767,8 @@ def store_run(typingctx, arr, idx, run, m):
         run = context.make_array(runty)(context, builder, args[2])
         elt = context.get_data_type(runty.dtype)
         v = builder.load(builder.bitcast(run.data, ir.VectorType(elt, n).as_pointer()), align=runty.dtype.bitwidth // 8)
+        if runty.dtype == types.float64 and aryty.dtype != types.float64:   # through float32, as store rounds
+            v = builder.fptrunc(v, ir.VectorType(ir.FloatType(), n))
         if aryty.dtype == types.int16:
             v = _bf16_round(builder, v, n)
         elif aryty.dtype == types.uint16:

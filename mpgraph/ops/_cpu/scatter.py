@@ -36,8 +36,9 @@ from numba.extending import overload
 
 from ...precision import accum_dtype
 from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds,
-                    edge_of, empty_out, index_view, kernel_view, line_elems, load, num_threads, prefetch, raw_get,
-                    raw_set, run_parallel, select, stack_acc, store, store_copied, to_acc)
+                    edge_of, empty_out, fold_adjacent, index_view, kernel_view, line_elems, load, load_run,
+                    num_threads, prefetch, raw_get, raw_set, run_parallel, select, stack_acc, store, store_copied,
+                    store_run, to_acc)
 from ._layout import check_float, check_index, check_out_dtype
 
 __all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH", "EDGE_OPS"]
@@ -305,8 +306,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                             store(gw, ob + j, select(won, t, zero))
                 elif SEG > 0 and TREE:              # (compile-time) W // SEG heads, the row's products as vectors
                     ob = raw_get(eid, k) * NH
-                    for i in range(NH):
-                        bv[i] = to_acc(gx, load(other, ob + i))
+                    load_run(other, ob, bv, NH)     # the edge's head values, one vector load
                     for i in range(NH):             # div: the reciprocals in a loop of their own
                         rv[i] = bv[i] if factor == 1 else one / bv[i]
                     for j in range(W):              # each head's factor spread over its SEG columns
@@ -317,21 +317,14 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                         acc[j] += select(won, g * bx[j], zero)
                         if EG:                      # the edge's terms G x where it won
                             tv[j] = select(won, g * xr[j], zero)
-                    if EG:                          # fold every head's terms in halves, all heads at once:
-                        half = SEG // 2             # a step adds lanes [half, 2 half) of each head to its
-                        while half >= 1:            # first half, so each head's sum ends in its first lane
-                            for j in range(NH * half):
-                                hs = (j // half) * SEG + j % half
-                                tv[hs] = tv[hs] + tv[hs + half]
-                            half //= 2
+                    if EG:                          # fold every head's terms by adjacent pairs, all heads at
+                        fold_adjacent(tv, W, NH)    # once: each head's sum ends contiguous in tv[:NH]
                         if factor == 1:
-                            for i in range(NH):
-                                store(gw, ob + i, tv[i * SEG])
+                            store_run(gw, ob, tv, NH)
                         else:                       # -sum / w^2 of all heads as one vector, then stored
                             for i in range(NH):
-                                dv[i] = _div_grad(tv[i * SEG], bv[i], zero)
-                            for i in range(NH):
-                                store(gw, ob + i, dv[i])
+                                dv[i] = _div_grad(tv[i], bv[i], zero)
+                            store_run(gw, ob, dv, NH)
                 elif SEG > 0:                       # W // SEG heads, both compile-time constants
                     ob = raw_get(eid, k) * NH
                     for i in range(NH):

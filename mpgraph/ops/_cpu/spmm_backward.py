@@ -199,12 +199,13 @@ def _make_heads_rows(W, SEG, DIV):
     (:func:`._core.fold_adjacent`: ``log2 SEG`` steps of one vector add of even against odd lanes), which are
     scaled and stored as one vector (:func:`._core.mul_run`, :func:`._core.store_run`). Written as Numba loops,
     LLVM made each head's dot a horizontal reduction of its own and each weight and gradient a scalar load or
-    store: on the Zen 4 machine (2 threads, uniform graph, 2M edges, the backward alone, old and new code
-    round-robin in one process with ``benchmarks/ab_commit.py --heads``, forty-fifth session) 8 heads of 8 took
-    0.43-0.59x the former fold's time in fp32, bf16 and fp16, 4 heads of 16 0.45-0.82x, 4 heads of 8 0.70-0.84x;
-    shapes that summed each head on its own in slot order 0.52-0.92x (16 heads of 8, 8/16/32 heads of 4, 16/32
-    heads of 2), 64 heads of 2 0.69-1.06x, and heads of 16 on 32 and 128 features, which took the general row
-    loop, 0.53-0.86x. ``scratch``, ``H_`` and ``D_`` are the shared row signature's, unused here."""
+    store: on the Zen 4 machine (2 threads, uniform graph, 2M edges, the backward alone, the code of 5a8e581 and
+    this one round-robin in one process, ``benchmarks/ab_commit.py --heads``, fp32 and bf16, ``u_mul_e`` and
+    ``u_div_e``; ``benchmarks/results/ab_fused_backward_heads_s45.jsonl``, forty-fifth session) 8 heads of 8 took
+    0.47-0.53x the former fold's time, 4 heads of 16 0.53-0.65x, 4 heads of 8 0.65-0.85x (fp16 in an earlier
+    round: 0.43-0.75x); shapes that summed each head on its own in slot order 0.38-0.94x (16 heads of 8, 8, 16 and
+    32 heads of 4, 16, 32 and 64 heads of 2), and heads of 16 on 32 and 128 features, which took the general row
+    loop, 0.52-0.84x. ``scratch``, ``H_`` and ``D_`` are the shared row signature's, unused here."""
     H = W // SEG
     NARROW_H, NARROW_W = (H, W) if 1 < SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
 
