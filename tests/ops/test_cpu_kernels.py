@@ -226,11 +226,11 @@ ONE_PASS_ROWS = {
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_spmm_rows_of_one_pass_take_whole_chunks(dtype):
-    """When one value pass covers a row (64 columns in fp32 and fp64, 128 or 64 in 16-bit), the row driver hands
-    the pass whole chunks of rows, empty ones included, instead of one row at a time. The same pass computes the
-    first ``W`` columns of rows twice as wide a row at a time: the two must agree bit for bit (and match the
-    float64 formula), on a graph with a hub, rows without edges and edge ids out of slot order; so must the row
-    walk (``whole_rows=False``)."""
+    """When one value pass covers a row (64 columns in fp32 and fp64, and 128 in fp32 on AVX-512; 128 or 64 in 16-bit),
+    the row driver hands the pass whole chunks of rows, empty ones included, instead of one row at a time. The same
+    pass computes the first ``W`` columns of rows twice as wide a row at a time: the two must agree bit for bit (and
+    match the float64 formula), on a graph with a hub, rows without edges and edge ids out of slot order; so must
+    the row walk (``whole_rows=False``)."""
     gen = torch.Generator().manual_seed(5)
     N, E = 400, 6000
     src = torch.randint(0, N, (E,), generator=gen)
@@ -239,7 +239,10 @@ def test_spmm_rows_of_one_pass_take_whole_chunks(dtype):
     dst[700:705] = N - 10                                        # one row among them that has a few
     indptr, indices, eid = Index.from_coo(src, dst, N, N).csc()
     assert not torch.equal(eid, torch.arange(E))
-    for W in ((128, 64) if dtype in (F16, BF16) else (64,)):
+    from mpgraph.ops._cpu import spmm as S
+
+    # float32 rows of 128 columns take the 128-column pass where the kernels compile for AVX-512 (BLOCK_32)
+    for W in ((128, 64) if dtype in (F16, BF16) else tuple(dict.fromkeys((S.BLOCK_32, 64)))):
         for op, reduce, rshape in ONE_PASS_ROWS[dtype]:
             lhs = None if op == "copy_rhs" else rand((N, 2 * W), dtype, 1)
             if op == "copy_lhs":
@@ -259,8 +262,10 @@ def test_spmm_rows_of_one_pass_take_whole_chunks(dtype):
             assert torch.equal(one, walk), (W, op, reduce, rshape)
             assert_close(one, ref_spmm(op, reduce, src, dst, N, lhs_w, rhs_w), dtype)
             assert not one[N - 20:N - 10].any() and one[N - 10].any(), (op, reduce)
+    if dtype == F32:
+        assert S.takes_whole_rows(S.SAME, False, 128, 128, 128, dtype) == (128 if S.BLOCK_32 == 128 else 0)
+        assert S.BLOCK_32 == (128 if S.target_vector_registers() >= 32 else 64)
     if dtype in (F16, BF16):
-        from mpgraph.ops._cpu import spmm as S
         assert S.takes_whole_rows(S.SAME, False, 64, 64, 64, dtype) == 64
         assert S.takes_whole_rows(S.RHS_BLOCK, False, 1, 64, 64, dtype) == 64
         assert S.takes_whole_rows(S.SAME, True, 64, 64, 64, dtype) == 0             # winners

@@ -161,6 +161,17 @@ TRACK_BLOCK = 32
 #: winners 0.25-1.0x at D = 128 and 256 in 45 of 48 timings (1.02, 1.08, 1.22 in the others), 0.65-0.89x at
 #: D = 64 except bf16 ``copy_u`` (1.09-1.18x of 7 ms); 0.73-0.96x on 10M edges at D = 128
 TRACK_WIDE = (128, 64) if target_vector_registers() >= 32 else ()
+#: the widest pass that takes float32 rows whole (:func:`takes_whole_rows`): :data:`BLOCK_16` (128 columns, 512
+#: bytes of each source row) where the kernels compile for AVX-512, whose 32 vector registers hold the 128 fp32
+#: sums in 8; :data:`BLOCK` on AVX2, where they would take all 16. A row of 128 columns then takes one walk over
+#: its edges instead of two passes of 64. Measured (``benchmarks/ab_commit.py``, the forward of the commit before
+#: and this one round-robin in one process, bit-equal results, 2 threads, Zen 4, forty-fifth session,
+#: the last of three rounds in ``benchmarks/results/ab_fp32_rows128_s45.jsonl``): 10M-edge graph, D = 128,
+#: ``copy_u`` sum, mean, max without winners and ``u_mul_e`` sum 0.68-0.89x; the 4M-edge power-law graph
+#: 0.67-0.91x, except one round of ``copy_u`` sum at 1.05x (0.86x in the other two). Rows wider than 128 keep the
+#: 64-column passes: 128-column passes there measured 0.84-0.92x for ``u_mul_e`` sum but 1.0-1.09x for ``copy_u``
+#: sum (D = 192 and 256). The uniform graph's rows of 128 take the column slabs (:func:`slab_width`), unchanged
+BLOCK_32 = BLOCK_16 if target_vector_registers() >= 32 else BLOCK
 
 
 @njit
@@ -438,12 +449,14 @@ def _row_driver(segments, track):
 def takes_whole_rows(layout, need_arg, Fr, B, F, out_dtype):
     """The pass width with which :func:`spmm_kernel` takes the rows whole (its ``whole`` argument), 0 if it does
     not: one value pass covers each row, a single segment of :func:`_block_width` columns (fp32/fp64 rows of 64,
-    16-bit rows of 128) or a 16-bit row of 64 columns (the 64-column pass), or the row is one column (``1``: one
+    16-bit rows of 128), an fp32 row of :data:`BLOCK_32` columns (128 on AVX-512) or a 16-bit row of 64 columns
+    (the 64-column pass), or the row is one column (``1``: one
     value per edge and node, as GAT's attention sums of one head), with no winners to record."""
     if need_arg:
         return 0
     # 16-bit rows of 64 columns too: the 64-column pass the row walk gives them (forty-third session)
-    for width in ((BLOCK_16, BLOCK) if out_dtype.itemsize == 2 else (BLOCK,)):
+    widths = {2: (BLOCK_16, BLOCK), 4: (BLOCK_32, BLOCK)}.get(out_dtype.itemsize, (BLOCK,))
+    for width in dict.fromkeys(widths):
         if (layout == SAME and F == width) or (layout == RHS_BLOCK and Fr == 1 and B == width):
             return width
     if F == 1 and (layout == SAME or (layout == RHS_BLOCK and Fr == 1)):
