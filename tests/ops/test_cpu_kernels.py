@@ -661,6 +661,40 @@ def test_sddmm_dot(dtype):
                 run_sddmm(case, "dot", lshape, rshape, lt, rt, dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_sddmm_dot_register_rows(dtype):
+    """``dot`` of one feature shape with 32, 64 or 128 elements a row in two or more heads of a power of two takes the
+    register kernel (vector loads, products folded by adjacent pairs, one vector store): against float64 and against the
+    general edge body, every target pair, edge ids out of order, and with a wider ``out_dtype``."""
+    from mpgraph.ops._cpu import sddmm as S
+
+    for shape in [(8, 8), (2, 64), (4, 32), (16, 2), (2, 16), (32, 4), (2, 2, 8)]:
+        src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)
+        assert S.dot_key(shape, shape, torch.zeros(1, dtype=dtype), torch.zeros(1, dtype=dtype)) is not None
+        for lt, rt in (("u", "v"), ("e", "u"), ("v", "e")):
+            rows = {"u": n_src, "v": n_dst, "e": src.numel()}
+            lhs = rand((rows[lt],) + shape, dtype, 3)
+            rhs = rand((rows[rt],) + shape, dtype, 4)
+            expected = ref_sddmm("dot", src, dst, lhs, rhs, lt, rt)
+            fast = K.gsddmm("dot", indptr, indices, eid, lhs.to(dtype), rhs.to(dtype), lt, rt)
+            general = K.gsddmm("dot", indptr, indices, eid, lhs.to(dtype), rhs.to(dtype), lt, rt, fast_dot=False)
+            assert fast.shape == expected.shape == general.shape and fast.dtype == dtype
+            assert_close(fast, expected, dtype)
+            assert_close(fast, general, dtype)
+        wider = F64 if dtype == F32 else F32                   # accumulate and store in a wider out_dtype
+        if dtype != F64:
+            out = K.gsddmm("dot", indptr, indices, eid, lhs.to(dtype), rhs.to(dtype), lt, rt, out_dtype=wider)
+            assert out.dtype == wider
+            assert_close(out, expected, wider)
+    # broadcasts, odd head widths, rows of other lengths and mixed dtypes keep the general body
+    one = torch.zeros(1)
+    assert S.dot_key((4, 16), (1, 16), one, one) is None
+    assert S.dot_key((8, 6), (8, 6), one, one) is None
+    assert S.dot_key((3, 32), (3, 32), one, one) is None
+    assert S.dot_key((8, 8), (8, 8), one, one.to(BF16)) is None
+    assert S.dot_key((64,), (64,), one, one) is None and S.dot_key((1, 128), (1, 128), one, one) is None  # one head
+
+
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
 def test_sddmm_elementwise(dtype):
     ops = BINARY + ("copy_lhs",) if dtype == F32 else ("mul", "sub")

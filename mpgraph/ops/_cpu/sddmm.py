@@ -18,7 +18,8 @@ import torch
 from numba import njit
 
 from ._core import (SOURCE_HASH, acc_zero, atomic_fetch_add, borrow, cached_njit, chunk_bounds, edge_of, empty_out,
-                    index_view, kernel_view, load, num_threads, prefetch, raw_get, run_parallel, store, store_copied)
+                    fold_adjacent, index_view, kernel_view, load, load_run, mul_run, num_threads, prefetch, raw_get,
+                    run_parallel, stack_acc, store, store_copied, store_run)
 from ._layout import (LHS_BLOCK, RHS_BLOCK, SAME, broadcast_layout, check_float, check_index, check_out_dtype,
                       leading_offsets, needs_fp64_pass)
 from ._ops import SDDMM_OPS, binop, divides_square, is_dot, uses_lhs, uses_rhs
@@ -121,6 +122,70 @@ def _sddmm_chunk(op, post, c, bounds, indptr, indices, eid, lhs, rhs, divisor, o
                     store(out, ob + j, binop(op, a, b))
 
 
+#: row widths ``W = H * D`` with a register kernel for ``dot`` of operands of one feature shape ``(H, D)``
+#: (:func:`dot_kernel`; ``D`` and ``H`` powers of two, ``H >= 2``)
+DOT_WIDTHS = (32, 64, 128)
+
+
+def dot_key(fl, fr, lhs, rhs):
+    """``(W, D)`` of :func:`dot_kernel` for a ``dot`` of feature shapes ``fl`` and ``fr``, or None: one shape
+    (no broadcast), ``W`` elements a row in :data:`DOT_WIDTHS`, ``D`` (the last dimension) a power of two below
+    ``W`` (two heads or more), and both operands in one dtype. One head keeps the general body, whose single dot
+    is already one vector reduction: the register kernel took 0.90-0.95x its time at D = 64 and 0.95-1.15x at
+    D = 128 (fp32, bf16; ``benchmarks/dot_rows.py``, forty-fifth session)."""
+    if fl != fr or len(fl) == 0 or lhs.dtype != rhs.dtype:
+        return None
+    W, D = int(np.prod(fl, dtype=np.int64)), int(fl[-1])
+    if W not in DOT_WIDTHS or D <= 0 or D & (D - 1) or D == W:
+        return None
+    return W, D
+
+
+@functools.lru_cache(maxsize=None)
+def dot_kernel(W, D):
+    """``dot`` of rows of ``W = H * D`` elements in ``H`` heads of ``D`` (both compile-time constants): each edge's
+    two rows load as vectors (:func:`._core.load_run`), their products fold by adjacent pairs into the ``H`` dots
+    (:func:`._core.fold_adjacent`), stored as one vector (:func:`._core.store_run`). The general edge body loops
+    over runtime heads and ``D``, with offsets read per head, and ends each dot in a horizontal sum and a scalar
+    store. Measured against that body (``benchmarks/dot_rows.py``, round-robin in one process, uniform graph, 2M
+    edges, 2 threads, Zen 4, forty-fifth session, ``benchmarks/results/dot_rows_s45.jsonl``), ``u_dot_v``: 8 heads
+    of 8 0.41-0.72x (fp32, bf16, fp16), 16 heads of 4 0.14-0.30x, 4 of 16 0.65-0.69x, 2 of 32 0.68-0.84x, 4 of 32
+    0.59-0.93x; ``u_dot_e`` (the edge's own row) 8 of 8 and 4 of 16 0.47-0.70x in bf16, 1.03-1.06x in fp32."""
+    source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+    H = W // D
+
+    @cached_njit(nogil=True, fastmath={"reassoc", "contract"})
+    def kernel(counter, bounds, indptr, indices, eid, lhs, rhs, out, lhs_target, rhs_target, pf_dist, pf_lhs,
+               pf_rhs, pf_step_l, pf_step_r):
+        _ = source_hash
+        indptr, indices, eid, lhs, rhs, out = (borrow(indptr), borrow(indices), borrow(eid), borrow(lhs),
+                                                borrow(rhs), borrow(out))
+        a = stack_acc(out, W)
+        b = stack_acc(out, W)
+        E_end = raw_get(indptr, indptr.size - 1)
+        use_eid = eid.size > 0
+        c = atomic_fetch_add(counter, 0, 1)
+        while c < bounds.size - 1:
+            for r in range(raw_get(bounds, c), raw_get(bounds, c + 1)):
+                for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
+                    if pf_dist > 0 and k + pf_dist < E_end:   # gathered (source-node) rows pf_dist edges ahead
+                        sp = raw_get(indices, k + pf_dist) * W
+                        for t in range(pf_lhs):
+                            prefetch(lhs, sp + t * pf_step_l)
+                        for t in range(pf_rhs):
+                            prefetch(rhs, sp + t * pf_step_r)
+                    s = raw_get(indices, k)
+                    ek = edge_of(eid, use_eid, k)
+                    load_run(lhs, _pick(lhs_target, s, ek, r) * W, a, W)
+                    load_run(rhs, _pick(rhs_target, s, ek, r) * W, b, W)
+                    mul_run(a, a, b, W)
+                    fold_adjacent(a, W, H)
+                    store_run(out, ek * H, a, H)
+            c = atomic_fetch_add(counter, 0, 1)
+
+    return kernel
+
+
 @functools.lru_cache(maxsize=None)
 def sddmm_kernel(op, post="none"):
     """The compiled gSDDMM kernel for one ``op`` and epilogue ``post`` (``'none'`` or ``'neg_div_sq'``);
@@ -149,7 +214,7 @@ def sddmm_kernel(op, post="none"):
 
 
 def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *, out_dtype=None,
-           prefetch_distance=None, neg_div_square=None):
+           prefetch_distance=None, neg_div_square=None, fast_dot=True):
     """Generalised SDDMM over the edges of a compressed structure, on raw tensors.
 
     .. math::
@@ -178,6 +243,9 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
         result or an operand is fp64, else fp32.
     prefetch_distance : int, optional
         Software prefetch distance in edges for operands gathered by ``u`` (0 disables).
+    fast_dot : bool, default True
+        ``dot`` of operands of one feature shape whose rows hold 32, 64 or 128 elements in heads of a power of two
+        takes the register kernel :func:`dot_kernel`; False keeps the general edge body (for comparisons).
     neg_div_square : Tensor ``(E, *Fo)``, optional
         An edge operand in edge-ID order, of the result's shape: the result is then
         ``-phi(...) / neg_div_square[e] ** 2``, all in the accumulator type and rounded once
@@ -225,7 +293,8 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
         check_float("neg_div_square", neg_div_square)
     if needs_fp64_pass(out_dtype, lhs, rhs, neg_div_square):
         return gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target, rhs_target, out_dtype=torch.float64,
-                      prefetch_distance=prefetch_distance, neg_div_square=neg_div_square).to(out_dtype)
+                      prefetch_distance=prefetch_distance, neg_div_square=neg_div_square,
+                      fast_dot=fast_dot).to(out_dtype)
     if lhs is None:
         lhs = rhs[:0]
     if rhs is None:
@@ -269,6 +338,13 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
     pf_rhs = (Fr * rhs_np.itemsize + 63) // 64 if rhs_target == "u" and op != "copy_lhs" else 0
     if pf_lhs == 0 and pf_rhs == 0:
         pf = 0
+    key = dot_key(fl, fr, lhs, rhs) if op == "dot" and fast_dot else None
+    if key is not None:
+        run_parallel(dot_kernel(*key), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
+                     index_view(eid.contiguous() if eid is not None else None), lhs_np, rhs_np, kernel_view(out),
+                     TARGETS[lhs_target], TARGETS[rhs_target], pf, pf_lhs, pf_rhs, 64 // lhs_np.itemsize,
+                     64 // rhs_np.itemsize)
+        return out
     post = "none" if neg_div_square is None else "neg_div_sq"
     divisor = kernel_view((rhs if neg_div_square is None else neg_div_square).contiguous())
     run_parallel(sddmm_kernel(op, post), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
