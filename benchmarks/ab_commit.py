@@ -45,19 +45,19 @@ from cpu_kernels import make_graph, timed  # noqa: E402
 from whole_rows import OPS  # noqa: E402
 
 
-def old_gspmm(rev, where):
-    """``gspmm`` of commit ``rev``, imported from its package extracted under ``where`` as ``mpgraph_old``."""
+def old_module(rev, where, module):
+    """Module ``module`` (a dotted path under ``mpgraph``) of commit ``rev``, imported from its package extracted
+    under ``where`` as ``mpgraph_old``."""
     archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "mpgraph"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", where], input=archive, check=True)
     os.rename(os.path.join(where, "mpgraph"), os.path.join(where, "mpgraph_old"))
     sys.path.insert(0, where)
-    return importlib.import_module("mpgraph_old.ops._cpu.spmm").gspmm
-
-
-def old_module(rev, where, module):
-    """Module ``module`` (a dotted path under ``mpgraph``) of commit ``rev`` (see :func:`old_gspmm`)."""
-    old_gspmm(rev, where)
     return importlib.import_module(f"mpgraph_old.{module}")
+
+
+def old_gspmm(rev, where):
+    """``gspmm`` of commit ``rev`` (see :func:`old_module`)."""
+    return old_module(rev, where, "ops._cpu.spmm").gspmm
 
 
 def fused_backward(a, where):

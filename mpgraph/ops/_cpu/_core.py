@@ -667,6 +667,15 @@ def _stack_acc_impl(arr, n):
     return lambda arr, n: stack_f32(n)
 
 
+def _vector_ptr(context, builder, aryty, ary_val, n, idx=None):
+    """``(pointer, alignment)``: the ``n`` elements of a flat array from ``idx`` (from its start when None) as one
+    LLVM vector of its element type, for the vector intrinsics below."""
+    ptr = (context.make_array(aryty)(context, builder, ary_val).data if idx is None
+           else element_ptr(context, builder, aryty, ary_val, idx))
+    elt = context.get_data_type(aryty.dtype)
+    return builder.bitcast(ptr, ir.VectorType(elt, n).as_pointer()), aryty.dtype.bitwidth // 8
+
+
 @intrinsic
 def fold_adjacent(typingctx, arr, n, m):
     """Sum adjacent pairs of ``arr[:n]`` until ``m`` values are left, in ``arr[:m]``: ``arr[i]`` becomes the sum of
@@ -685,10 +694,8 @@ def fold_adjacent(typingctx, arr, n, m):
     sig = types.void(arr, n, m)
 
     def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        elt = context.get_data_type(sig.args[0].dtype)
-        size = sig.args[0].dtype.bitwidth // 8
-        v = builder.load(builder.bitcast(ary.data, ir.VectorType(elt, N).as_pointer()), align=size)
+        ptr, size = _vector_ptr(context, builder, sig.args[0], args[0], N)
+        v = builder.load(ptr, align=size)
         k = N
         while k > M:
             k //= 2
@@ -697,27 +704,24 @@ def fold_adjacent(typingctx, arr, n, m):
             odd = builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), k),
                                                            [2 * i + 1 for i in range(k)]))
             v = builder.fadd(even, odd, flags=("reassoc", "contract"))
-        builder.store(v, builder.bitcast(ary.data, ir.VectorType(elt, M).as_pointer()), align=size)
+        builder.store(v, _vector_ptr(context, builder, sig.args[0], args[0], M)[0], align=size)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-def _run_types(arr, run, m):
-    """The run length for :func:`load_run`/:func:`store_run`, or None: ``arr`` a flat array of a kernel format,
-    ``run`` a float32 or float64 array (float64 for a float64 ``arr``), ``m`` a literal run length."""
+def _run_signature(arr, idx, run, m):
+    """``(m, signature)`` of :func:`load_run`/:func:`store_run`, or None: ``arr`` a flat array of a kernel format,
+    ``idx`` an integer, ``run`` a float32 or float64 array (float64 for a float64 ``arr``), ``m`` a literal run
+    length."""
     if not (isinstance(arr, types.Array) and isinstance(run, types.Array) and isinstance(m, types.IntegerLiteral)
-            and m.literal_value > 0):
+            and m.literal_value > 0 and isinstance(idx, types.Integer)):
         return None
     if arr.dtype not in (types.float64, types.float32, types.int16, types.uint16):
         return None
     if run.dtype != types.float64 and (run.dtype != types.float32 or arr.dtype == types.float64):
         return None
-    return m.literal_value
-
-
-def _run_ptr(context, builder, aryty, ary_val, idx, elt, n):
-    return builder.bitcast(element_ptr(context, builder, aryty, ary_val, idx), ir.VectorType(elt, n).as_pointer())
+    return m.literal_value, types.void(arr, idx, run, m)
 
 
 @intrinsic
@@ -726,27 +730,25 @@ def load_run(typingctx, arr, idx, run, m):
     compile-time constant; ``run`` a :func:`stack_acc` array, float32, or float64 for any format). A few values
     that feed several products (the weights of one edge's heads) load as one vector, not ``m`` scalar loads and
     conversions."""
-    n = _run_types(arr, run, m)
-    if n is None or not isinstance(idx, types.Integer):
+    typed = _run_signature(arr, idx, run, m)
+    if typed is None:
         return None
-    sig = types.void(arr, idx, run, m)
+    n, sig = typed
 
     def codegen(context, builder, sig, args):
         aryty, runty = sig.args[0], sig.args[2]
         f32 = ir.FloatType()
-        store_elt = context.get_data_type(aryty.dtype)
-        v = builder.load(_run_ptr(context, builder, aryty, args[0], args[1], store_elt, n),
-                         align=aryty.dtype.bitwidth // 8)
+        ptr, size = _vector_ptr(context, builder, aryty, args[0], n, args[1])
+        v = builder.load(ptr, align=size)
         if aryty.dtype == types.int16:          # bfloat16: the bits move to the upper half of a float32
             v32 = builder.zext(v, ir.VectorType(ir.IntType(32), n))
             v = builder.bitcast(builder.shl(v32, ir.Constant(v32.type, [16] * n)), ir.VectorType(f32, n))
         elif aryty.dtype == types.uint16:       # float16: exact widening
             v = builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), n)), ir.VectorType(f32, n))
-        run = context.make_array(runty)(context, builder, args[2])
-        elt = context.get_data_type(runty.dtype)
         if runty.dtype == types.float64 and aryty.dtype != types.float64:   # a float64 run: exact widening
-            v = builder.fpext(v, ir.VectorType(elt, n))
-        builder.store(v, builder.bitcast(run.data, ir.VectorType(elt, n).as_pointer()), align=runty.dtype.bitwidth // 8)
+            v = builder.fpext(v, ir.VectorType(ir.DoubleType(), n))
+        ptr, size = _vector_ptr(context, builder, runty, args[2], n)
+        builder.store(v, ptr, align=size)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -757,25 +759,23 @@ def store_run(typingctx, arr, idx, run, m):
     """``arr[idx:idx + m] = run[:m]``, each value rounded to the array's format as :func:`store` rounds it (once from
     float32; a float64 run goes through float32, as there), as one vector conversion and store (the counterpart
     of :func:`load_run`)."""
-    n = _run_types(arr, run, m)
-    if n is None or not isinstance(idx, types.Integer):
+    typed = _run_signature(arr, idx, run, m)
+    if typed is None:
         return None
-    sig = types.void(arr, idx, run, m)
+    n, sig = typed
 
     def codegen(context, builder, sig, args):
         aryty, runty = sig.args[0], sig.args[2]
-        run = context.make_array(runty)(context, builder, args[2])
-        elt = context.get_data_type(runty.dtype)
-        v = builder.load(builder.bitcast(run.data, ir.VectorType(elt, n).as_pointer()), align=runty.dtype.bitwidth // 8)
+        ptr, size = _vector_ptr(context, builder, runty, args[2], n)
+        v = builder.load(ptr, align=size)
         if runty.dtype == types.float64 and aryty.dtype != types.float64:   # through float32, as store rounds
             v = builder.fptrunc(v, ir.VectorType(ir.FloatType(), n))
         if aryty.dtype == types.int16:
             v = _bf16_round(builder, v, n)
         elif aryty.dtype == types.uint16:
             v = builder.bitcast(builder.fptrunc(v, ir.VectorType(ir.HalfType(), n)), ir.VectorType(ir.IntType(16), n))
-        store_elt = context.get_data_type(aryty.dtype)
-        builder.store(v, _run_ptr(context, builder, aryty, args[0], args[1], store_elt, n),
-                      align=aryty.dtype.bitwidth // 8)
+        ptr, size = _vector_ptr(context, builder, aryty, args[0], n, args[1])
+        builder.store(v, ptr, align=size)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -799,21 +799,19 @@ def mul_run(typingctx, dst, a, b, m):
     sig = types.void(dst, a, b, m)
 
     def codegen(context, builder, sig, args):
-        elt = context.get_data_type(sig.args[0].dtype)
-        size = sig.args[0].dtype.bitwidth // 8
-        vty = ir.VectorType(elt, n)
+        vty = ir.VectorType(context.get_data_type(sig.args[0].dtype), n)
 
-        def vec(aryty, val):
-            ary = context.make_array(aryty)(context, builder, val)
-            return builder.bitcast(ary.data, vty.as_pointer())
+        def vec(i):
+            return _vector_ptr(context, builder, sig.args[i], args[i], n)
 
-        va = builder.load(vec(sig.args[1], args[1]), align=size)
+        dst_ptr, size = vec(0)
+        va = builder.load(vec(1)[0], align=size)
         if isinstance(sig.args[2], types.Array):
-            vb = builder.load(vec(sig.args[2], args[2]), align=size)
+            vb = builder.load(vec(2)[0], align=size)
         else:
             vb = builder.insert_element(ir.Constant(vty, ir.Undefined), args[2], ir.Constant(ir.IntType(32), 0))
             vb = builder.shuffle_vector(vb, vb, ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n))
-        builder.store(builder.fmul(va, vb, flags=("reassoc", "contract")), vec(sig.args[0], args[0]), align=size)
+        builder.store(builder.fmul(va, vb, flags=("reassoc", "contract")), dst_ptr, align=size)
         return context.get_dummy_value()
 
     return sig, codegen
