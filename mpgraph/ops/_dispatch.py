@@ -98,9 +98,15 @@ Kernels by op:
     ``(N_dst, F)``, the offset of the winning edge within its destination's
     in-edges in ``index.csc()`` order (the source is ``src[indptr[v] + slot]``,
     the edge ``eid[indptr[v] + slot]``), 255 (uint8) or -1 (int16) where there
-    is none. The op layer tells slots from ids by that dtype and takes their
-    gradients with ``gather_winners`` and ``edge_winners``. A kernel without
-    slots treats it as True.
+    is none. Or *split slots*, uint8 ``(N_dst + 2 n_hub, F)``, where some
+    destinations have 256 to 32767 in-edges (the ``n_hub`` *hub* rows, in
+    increasing order): the other destinations' rows as uint8 slots, the
+    ``h``-th hub's low bytes in row ``N_dst + 2h`` and high bytes in row
+    ``N_dst + 2h + 1`` (255 and 255: none), and 0 in its own row
+    (``mpgraph.ops._reference.joined_slots`` gives the int16 slots). The op
+    layer tells slots from ids by that dtype and takes their gradients with
+    ``gather_winners`` and ``edge_winners``, which take either form. A kernel
+    without slots treats it as True.
 
 ``sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype) -> out``
     ``op`` in ``'add' 'sub' 'mul' 'div' 'dot' 'copy_lhs' 'copy_rhs'``; targets in

@@ -161,10 +161,27 @@ def slot_winner_ids(index, winners, of="src"):
     as int64 source nodes (``of='src'``) or edge ids (``of='eid'``), -1 where there is none."""
     indptr, src, eid = index.csc()
     ids = src if of == "src" else eid
+    if winners.shape[0] > index.num_dst:
+        winners = joined_slots(index, winners)
     none = 255 if winners.dtype == torch.uint8 else -1
     valid = winners != none
     pos = (indptr[:-1].unsqueeze(1) + winners.to(torch.int64)).clamp(max=max(ids.numel() - 1, 0))
     return torch.where(valid, ids[pos], -1)
+
+
+def joined_slots(index, winners):
+    """Split slot winners (uint8 ``(N_dst + 2 n_hub, F)``, see the dispatch's ``spmm``) as int16 ``(N_dst, F)``:
+    the hub rows' low bytes joined with their high bytes, -1 where there is none."""
+    N = index.num_dst
+    hubs = torch.nonzero(index.in_degrees() > 255).reshape(-1).to(winners.device)
+    if winners.dtype != torch.uint8 or winners.shape[0] != N + 2 * hubs.numel():
+        raise ValueError(f"expected uint8 split slot winners of {N} + 2 x {hubs.numel()} rows (two for each "
+                         f"destination with more than 255 in-edges), got {winners.dtype} {tuple(winners.shape)}")
+    out = winners[:N].to(torch.int16)
+    out[out == 255] = -1        # none, in the rows of at most 255 edges
+    pairs = winners[N:].to(torch.int16).view(-1, 2, winners.shape[1])
+    out[hubs] = torch.bitwise_left_shift(pairs[:, 1], 8) | pairs[:, 0]
+    return out
 
 
 def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):

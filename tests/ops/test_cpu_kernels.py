@@ -1610,6 +1610,136 @@ def test_edge_winners_rejects_bad_input():
         edge_winners(indptr, torch.tensor([0, 1, 2]), grad, torch.zeros(2, 3, dtype=torch.uint8))
 
 
+# ----------------------------------------------------------------------------- split slot winners
+
+
+def split_hub_graph(seed=0, N=40):
+    """:func:`slot_graph` with two hub rows, node 3 (300 in-edges) and node 9 (600, so its slots' high bytes
+    run 0 to 2), and node 5 at exactly 255 (not a hub). Returns ``(src, dst, N)`` with edge ids shuffled."""
+    gen = torch.Generator().manual_seed(seed)
+    src, dst, _ = slot_graph(300, seed=seed, N=N)
+    keep = (dst != 9) & (dst != 5)
+    src, dst = src[keep], dst[keep]
+    src = torch.cat([src, torch.randint(0, N, (600 + 255,), generator=gen)])
+    dst = torch.cat([dst, torch.full((600,), 9), torch.full((255,), 5)])
+    perm = torch.randperm(src.numel(), generator=gen)
+    return src[perm], dst[perm], N
+
+
+def _hub_tables(index):
+    """``(slot_of, hub_ptr, hub_info, hub_row)`` of ``index`` for split slots, as the CPU backend builds them
+    (:mod:`mpgraph.ops._cpu._backend`)."""
+    from mpgraph.ops._cpu._backend import _gather_slots, _hub_row
+
+    split = torch.zeros(index.num_dst + 2, 1, dtype=torch.uint8)     # any winners with more rows than N
+    return _gather_slots(index, split) + (_hub_row(index, split),)
+
+
+#: (dtype, op, F, H) of the split slots' passes: a copy's compiled-in and runtime widths, an elementwise
+#: product (its two passes), one weight per edge, folded heads (8 of 8), per-head sums (32 of 4) and a runtime
+#: block broadcast (3 heads of 2); each with one dtype, in turn
+SPLIT_CASES = [(DTYPES[i % 4], op, F, H) for i, (op, F, H) in enumerate(
+    [("copy", 64, 0), ("copy", 128, 0), ("copy", 5, 0), ("mul", 64, 64), ("div", 6, 6), ("mul", 64, 1),
+     ("div", 64, 8), ("mul", 128, 32), ("div", 6, 3), ("add", 64, 0)])]
+
+
+@pytest.mark.parametrize("dtype, op, F, H", SPLIT_CASES,
+                         ids=[f"{DTYPE_IDS[DTYPES.index(d)]}-{o}-{F}x{H}" for d, o, F, H in SPLIT_CASES])
+def test_split_slot_winners_give_the_int16_gradients(dtype, op, F, H):
+    """``gspmm(..., split_slots=True)`` on rows of more than 255 edges: uint8 winners with one row of high
+    bytes per hub row, which joined give the int16 slots; the backward passes read them (with the hub tables)
+    and give the gradients of the int16 slots, the same bits for a copy and within the dtype's tolerance where
+    fast-math may reorder a product's sums; any thread count."""
+    from mpgraph.ops._cpu._backend import _csr_slots
+    from mpgraph.ops._cpu.scatter import edge_winners, gather_winners
+    from mpgraph.ops._reference import joined_slots
+
+    src, dst, N = split_hub_graph(seed=F + H)
+    index = Index.from_coo(src, dst, N, N)
+    indptr_c, indices_c, eid_c = index.csc()
+    E = src.numel()
+    x = rand((N, F), dtype, F).to(dtype)
+    w = rand((E, H if H else F), dtype, 9, positive=True).to(dtype)
+    w[:, 0] = w[7, 0]                                           # ties: the first slot wins
+    fop = "copy_lhs" if op == "copy" else op
+    operands = (x, None) if op == "copy" else (x, w)
+    if 1 <= H < F:                                              # the block broadcast as gspmm takes it
+        operands = (x.view(N, H, F // H), w.view(E, H, 1))
+    out16, win16, _ = K.gspmm(fop, "max", indptr_c, indices_c, eid_c, *operands, need_arg="slots")
+    out8, win8, none = K.gspmm(fop, "max", indptr_c, indices_c, eid_c, *operands, need_arg="slots",
+                               split_slots=True)
+    win16, win8 = win16.reshape(-1, F), win8.reshape(-1, F)
+    assert win16.dtype == torch.int16 and none is None and torch.equal(out8, out16)
+    assert win8.dtype == torch.uint8 and win8.shape == (N + 4, F)
+    assert torch.equal(joined_slots(index, win8), win16)
+    s8, hub_ptr, hub_info, hub_row = _hub_tables(index)
+    assert hub_row.tolist() == [-1] * 3 + [0] + [-1] * 5 + [1] + [-1] * (N - 10)
+    assert int(hub_ptr[-1]) == hub_info.numel() == 900 and int((s8 == 255).sum()) == 900
+    indptr_r, dst_r, eid_r = index.csr()
+    s16 = _csr_slots(index, torch.int16)
+    hub_of = dict(hub_ptr=hub_ptr, hub_info=hub_info)
+    grad = rand((N, F), dtype, 10).to(dtype)
+    products = op in ("mul", "div")
+    factor = op if products else "copy"
+    edge_kw = dict(op=factor, src=indices_c if products else None, lhs=x if products else None,
+                   rhs=w if op == "div" else None, cols=w.shape[1] if products else None)
+    node_kw = dict(op=factor, eid=eid_r if products else None, other=w if products else None)
+    if products and 1 <= H < F:                                 # the block broadcast: both gradients, one pass
+        node_kw.update(lhs=x)
+    want = (gather_winners(indptr_r, dst_r, s16, grad, win16, **node_kw),
+            edge_winners(indptr_c, eid_c, grad, win16, **edge_kw))
+    before = torch.get_num_threads()
+    got = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            got.append((gather_winners(indptr_r, dst_r, s8, grad, win8, **hub_of, **node_kw),
+                        edge_winners(indptr_c, eid_c, grad, win8, hub_row=hub_row, **edge_kw)))
+    finally:
+        torch.set_num_threads(before)
+    flat = lambda r: r if isinstance(r, tuple) else (r,)       # noqa: E731
+    for a, b, c in zip(flat(got[0][0]) + got[0][1:], flat(got[1][0]) + got[1][1:], flat(want[0]) + want[1:]):
+        assert torch.equal(a, b)
+        if products:
+            assert_close(a, c.double(), dtype)
+        else:
+            assert torch.equal(a, c)
+    if products and H == F:                                     # the two-pass route: the picked terms
+        edge_kw.update(rhs=w)
+        e16, p16 = edge_winners(indptr_c, eid_c, grad, win16, picked=True, **edge_kw)
+        e8, p8 = edge_winners(indptr_c, eid_c, grad, win8, picked=True, hub_row=hub_row, **edge_kw)
+        assert torch.equal(e8, e16) and torch.equal(p8, p16)
+        assert torch.equal(gather_winners(indptr_r, dst_r, s8, p8, win8, **hub_of),
+                           gather_winners(indptr_r, dst_r, s16, p16, win16))
+
+
+def test_split_slot_winners_reject_a_missing_hub_table():
+    from mpgraph.ops._cpu.scatter import edge_winners, gather_winners
+    from mpgraph.ops._reference import joined_slots
+
+    src, dst, N = split_hub_graph()
+    index = Index.from_coo(src, dst, N, N)
+    indptr_c, indices_c, eid_c = index.csc()
+    x = rand((N, 4), F32, 3).float()
+    _, win8, _ = K.gspmm("copy_lhs", "max", indptr_c, indices_c, eid_c, x, None, need_arg="slots", split_slots=True)
+    slot_of, hub_ptr, hub_info, hub_row = _hub_tables(index)
+    indptr_r, dst_r, _ = index.csr()
+    with pytest.raises(ValueError, match="with hub_ptr, torch.int64 of 41 elements"):
+        gather_winners(indptr_r, dst_r, slot_of, x, win8)
+    with pytest.raises(ValueError, match="with hub_ptr"):
+        gather_winners(indptr_r, dst_r, slot_of, x, win8, hub_ptr=hub_ptr[:-1], hub_info=hub_info)
+    with pytest.raises(ValueError, match="int64 hub_info of hub_ptr"):
+        gather_winners(indptr_r, dst_r, slot_of, x, win8, hub_ptr=hub_ptr, hub_info=hub_info[1:])
+    with pytest.raises(ValueError, match="two per hub row, got 43"):
+        gather_winners(indptr_r, dst_r, slot_of, x, win8[:-1], hub_ptr=hub_ptr, hub_info=hub_info)
+    with pytest.raises(ValueError, match="with hub_row, torch.int32"):
+        edge_winners(indptr_c, eid_c, x, win8)
+    with pytest.raises(ValueError, match="with hub_row"):
+        edge_winners(indptr_c, eid_c, x, win8.short(), hub_row=hub_row)
+    with pytest.raises(ValueError, match="split slot winners of 40 \\+ 2 x 2 rows"):
+        joined_slots(index, win8[:-1])
+
+
 # ----------------------------------------------------------------------------- huge-page advice on large outputs
 
 

@@ -420,3 +420,55 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, sha
     with use_backend("cpu", strict=True):
         assert torch.autograd.gradgradcheck(lambda a, b: ops.gspmm(index, op, reduce, a if uses[0] else None,
                                                                    b if uses[1] else None), (x, w))
+
+
+#: (op, reduce, dtype, shapes) on a graph with hub rows (split slots): each op with one reducer and dtype, in turn
+HUB_CASES = [("copy_lhs", "max", "bf16", "same"), ("copy_rhs", "min", "f32", "same"), ("add", "max", "f64", "same"),
+             ("sub", "min", "bf16", "same"), ("mul", "max", "f32", "same"), ("mul", "min", "bf16", "heads"),
+             ("div", "max", "f64", "scalar")]
+
+
+@pytest.mark.parametrize("op, reduce, dtype, shapes", HUB_CASES, ids=["-".join(c) for c in HUB_CASES])
+def test_extremes_backward_from_split_slot_winners(monkeypatch, op, reduce, dtype, shapes):
+    """Destinations with more than 255 in-edges (two of them, 300 and 700, beside one of exactly 255): the CPU
+    forward records split slots (uint8 with a row of high bytes per hub row, not int16) and the backward gathers
+    by them: the gradients equal the CPU's id path and the reference's (``test_cpu_kernels`` checks the split
+    passes against int16 slots bit for bit)."""
+    if "cpu" not in backends("gather_winners"):
+        pytest.skip("the Numba CPU backend is not available")
+    dtype = _SLOT_DTYPES[dtype]
+    xshape, wshape = SLOT_SHAPES[shapes]
+    gen = torch.Generator().manual_seed(11)
+    N = 30
+    src = torch.randint(0, N, (1255 + 200,), generator=gen)
+    rest = torch.randint(5, N, (200,), generator=gen)
+    rest[rest == 17] = 18                                   # the hubs get no more edges: node 2 stays at 255
+    dst = torch.cat([torch.full((300,), 4), torch.full((700,), 17), torch.full((255,), 2), rest])
+    perm = torch.randperm(src.numel(), generator=gen)
+    index = Index.from_coo(src[perm], dst[perm], N, N)
+    calls = []
+    for name in ("gather_winners", "edge_winners", "winners_product_backward"):
+        real = getattr(ops._dispatch, name)
+        monkeypatch.setattr(ops._dispatch, name, lambda *a, real=real, **k: calls.append(a[2].shape) or real(*a, **k))
+    uses = [op != "copy_rhs", op != "copy_lhs"]
+    x0 = rand((N,) + xshape, dtype, gen).to(dtype)
+    w0 = rand((index.num_edges,) + wshape, dtype, gen, positive=op == "div").to(dtype)
+    g = rand((N,) + xshape, dtype, gen).to(dtype)
+    slot_ops = spmm_module.SLOT_OPS
+    grads = {}
+    for name, asked in (("cpu", slot_ops), ("cpu ids", ()), ("reference", ())):
+        leaves = [t.clone().requires_grad_() if use else None for t, use in zip((x0, w0), uses)]
+        monkeypatch.setattr(spmm_module, "SLOT_OPS", asked)
+        with use_backend(name.split()[0], strict=True):
+            ops.gspmm(index, op, reduce, *leaves).backward(g)
+        grads[name] = [t.grad for t in leaves if t is not None]
+    monkeypatch.setattr(spmm_module, "SLOT_OPS", slot_ops)
+    F = int(torch.tensor(xshape).prod())
+    assert calls and all(shape == (N + 4, F) for shape in calls)       # two rows of bytes for each hub row
+    for mine, ids, ref in zip(grads["cpu"], grads["cpu ids"], grads["reference"]):
+        if dtype == torch.bfloat16 and op not in ("mul", "div") and shapes == "same":
+            torch.testing.assert_close(mine, ids, rtol=0, atol=0)     # the sums of a few terms, rounded once
+        else:                                                         # summed in another order
+            assert_close(mine, ids.double(), dtype)
+        if dtype != torch.bfloat16:                                   # ties among rounded messages aside
+            assert_close(mine, ref.double(), dtype)

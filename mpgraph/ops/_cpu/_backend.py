@@ -94,19 +94,21 @@ def edge_softmax_backward_supports(index, out, grad_out, out_dtype):
 def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
     """gSpMM over ``index.csc()``: ``(out: (N_dst, F), arg_u, arg_e)`` (contract in the dispatch); max/min
     without ``need_arg`` run the kernel that does not track winners."""
-    from .spmm import gspmm
+    from .spmm import SPLIT_SLOT_ROW, gspmm
 
     indptr, src, eid = _csc(index)
-    longest = None
+    longest = hubs = None
     if need_arg == "slots" and reduce in ("max", "min") and indptr.numel() > 1:
         # the widest row picks the slots' width: one O(N) pass per graph, not per call
         longest = index.cached("cpu.max_in_degree", lambda: int(index.in_degrees().max()))
+        hubs = _hub_rows(index) if longest > SPLIT_SLOT_ROW else None
     out, arg_u, arg_e = gspmm(op, reduce, indptr, None if op == "copy_rhs" else src, eid,
                               _nd(lhs, bcast.lhs_shape) if op != "copy_rhs" else None,
                               _nd(rhs, bcast.rhs_shape) if op != "copy_lhs" else None,
-                              out_dtype=out_dtype, need_arg=need_arg, max_row=longest)
+                              out_dtype=out_dtype, need_arg=need_arg, max_row=longest, split_slots=True,
+                              hub_rows=hubs)
     N_dst, F = index.num_dst, bcast.F
-    arg_u = None if arg_u is None else arg_u.view(N_dst, F)
+    arg_u = None if arg_u is None else arg_u.view(-1, F)    # split slots have rows past N_dst
     arg_e = None if arg_e is None else arg_e.view(N_dst, F)
     return out.view(N_dst, F), arg_u, arg_e
 
@@ -179,8 +181,55 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
 
     indptr, dst, eid = index.csr()
     factor = _factor(op)
-    return kernel(indptr, dst, _csr_slots(index, winners.dtype), grad, winners, out_dtype=out_dtype, op=factor,
-                  eid=eid if factor != "copy" else None, other=rhs if factor != "copy" else None)
+    slot_of, hub_ptr, hub_info = _gather_slots(index, winners)
+    return kernel(indptr, dst, slot_of, grad, winners, out_dtype=out_dtype, op=factor,
+                  eid=eid if factor != "copy" else None, other=rhs if factor != "copy" else None,
+                  hub_ptr=hub_ptr, hub_info=hub_info)
+
+
+def _hub_rows(index):
+    """The destinations with more than :data:`.spmm.SPLIT_SLOT_ROW` in-edges (the hub rows of split slot
+    winners), int64, in increasing order. Cached."""
+    from .spmm import _hub_rows as rows
+
+    return index.cached("cpu.hub_rows", lambda: rows(index.csc()[0]))
+
+
+def _hub_row(index, winners):
+    """For split slot winners (more rows than ``index.num_dst``): each destination's hub number ``h`` (its
+    slots' bytes in rows ``num_dst + 2h`` and ``num_dst + 2h + 1``) or -1, int32 (``edge_winners``' ``hub_row``);
+    None otherwise."""
+    if winners.shape[0] == index.num_dst:
+        return None
+
+    def build():
+        out = torch.full((index.num_dst,), -1, dtype=torch.int32)
+        hubs = _hub_rows(index)
+        out[hubs] = torch.arange(hubs.numel(), dtype=torch.int32)
+        return out
+    return index.cached("cpu.hub_row", build)
+
+
+def _gather_slots(index, winners):
+    """``gather_winners``' ``(slot_of, hub_ptr, hub_info)`` for ``winners``: :func:`_csr_slots` and no hub tables,
+    or, for split slot winners, uint8 slots with :data:`.scatter.HUB_SLOT` for the out-edges into hub rows and
+    their tables (``hub_info``: ``h * 65536 + slot`` of those edges in ``index.csr()`` order, ``hub_ptr``: where
+    each source's begin). Cached."""
+    if winners.shape[0] == index.num_dst:
+        return _csr_slots(index, winners.dtype), None, None
+
+    def build():
+        from .scatter import HUB_SLOT
+
+        indptr, dst, _ = index.csr()
+        slot = _slot_offsets(index)
+        h = _hub_row(index, winners)[dst].to(torch.int64)
+        hub = h >= 0
+        before = torch.zeros(dst.numel() + 1, dtype=torch.int64)       # out-edges into hubs before each slot
+        torch.cumsum(hub, 0, out=before[1:])
+        return (torch.where(hub, HUB_SLOT, slot).to(torch.uint8), before[indptr],
+                torch.bitwise_left_shift(h[hub], 16) | slot[hub])
+    return index.cached("cpu.split_gather_slots", build)
 
 
 def winners_product_backward_supports(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
@@ -206,14 +255,15 @@ def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_
     from .scatter import edge_winners, gather_winners
 
     indptr, dst, eid = index.csr()
-    slots = _csr_slots(index, winners.dtype)
+    slots, hub_ptr, hub_info = _gather_slots(index, winners)
     if rhs.shape[1] == grad.shape[1]:
         indptr_c, src_c, eid_c = _csc(index)
         grad_rhs, picked = edge_winners(indptr_c, eid_c, grad, winners, out_dtype=rhs_dtype, op=op, src=src_c,
-                                        lhs=lhs, rhs=rhs, picked=True)
-        return gather_winners(indptr, dst, slots, picked, winners, out_dtype=lhs_dtype), grad_rhs
+                                        lhs=lhs, rhs=rhs, picked=True, hub_row=_hub_row(index, winners))
+        return gather_winners(indptr, dst, slots, picked, winners, out_dtype=lhs_dtype, hub_ptr=hub_ptr,
+                              hub_info=hub_info), grad_rhs
     return gather_winners(indptr, dst, slots, grad, winners, out_dtype=lhs_dtype, op=op, eid=eid, other=rhs,
-                          lhs=lhs, edge_dtype=rhs_dtype)
+                          lhs=lhs, edge_dtype=rhs_dtype, hub_ptr=hub_ptr, hub_info=hub_info)
 
 
 def edge_winners_supports(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):
@@ -230,17 +280,21 @@ def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=N
     products = factor != "copy"
     return kernel(indptr, eid, grad, winners, out_dtype=out_dtype, op="neg" if op == "sub" else factor,
                   src=src if products else None, lhs=lhs if products else None,
-                  rhs=rhs if factor == "div" else None, cols=cols)
+                  rhs=rhs if factor == "div" else None, cols=cols, hub_row=_hub_row(index, winners))
 
 
 def _csr_slots(index, dtype):
     """For each slot of ``index.csr()``, its edge's offset within the destination's in-edges (``index.csc()``
     order), in ``dtype``: what a max/min forward records as the slot winner when that edge wins. Cached."""
-    def build():
-        indptr_c = index.csc()[0]
-        _, dst_r, eid_r = index.csr()
-        return (_eid_inverse(index)[eid_r] - indptr_c[dst_r]).to(dtype)  # edge id -> its csc slot -> offset
-    return index.cached(f"cpu.csr_slots.{dtype}", build)
+    return index.cached(f"cpu.csr_slots.{dtype}", lambda: _slot_offsets(index).to(dtype))
+
+
+def _slot_offsets(index):
+    """:func:`_csr_slots` in int64, not cached: edge id -> its csc slot -> offset within its destination's row
+    (uint8 keeps the low byte)."""
+    indptr_c = index.csc()[0]
+    _, dst_r, eid_r = index.csr()
+    return _eid_inverse(index)[eid_r] - indptr_c[dst_r]
 
 
 def spmm_mul_backward_supports(index, grad, lhs, rhs, heads, op="mul", row_scale=None):

@@ -21,7 +21,11 @@ and adds ``G[v, f]`` where ``v``'s winner at ``f`` is this very edge: whole rows
 winners are read (contiguous, prefetched ahead) instead of single elements written to random rows,
 each result row is written once by one thread (no zero fill, no atomics), and each edge is matched by
 its slot, so parallel edges ``u -> v`` are told apart. Per edge it reads a row of ``G`` and a row of
-1-byte or 2-byte winners: 1.5x the forward's bytes in bf16 with uint8.
+1-byte or 2-byte winners: 1.5x the forward's bytes in bf16 with uint8. A graph whose longest row has 256 to
+32767 edges needs 2-byte slots, though in a power-law graph few rows do: there the forward records *split
+slots* (``gspmm(..., split_slots=True)``), 1 byte for every row and a second byte for the hub rows only, kept
+apart, so the backward reads 1-byte rows except for the edges into hub rows (2 % of the 10M-edge benchmark
+graph's edges).
 :func:`edge_winners` gives the edge operand's gradient from the same slots (``copy_e``, ``u_add_e``,
 ``u_sub_e``): one pass over each destination's in-edges writes every edge's row once, ``G`` where the
 edge's slot won and 0 elsewhere, so it needs neither a zero fill nor a scatter either.
@@ -232,7 +236,7 @@ def _div_grad(s, w, zero):
     return select((s == zero) & (not (w * w > zero)), zero, (zero - s) / (w * w))
 
 
-def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False):
+def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False, HUBS=False):
     """Source rows ``[r0, r1)`` of :func:`gather_winners`: ``W`` columns, a compile-time constant (a stack
     accumulator LLVM keeps in vector registers), or ``W == 0`` (runtime ``F`` into the scratch row);
     ``factor`` (:data:`FACTORS`) says whether ``G`` is multiplied or divided by the edge's ``other`` row.
@@ -249,13 +253,125 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
     over a row vector, and the terms of all heads are folded in halves together (``log2 SEG`` steps of vector
     adds) instead of summed head by head, and the source's row of ``x`` is widened once per row, not once per
     edge; ``XROW``: that row too for one value per edge (``H == 1``); ``VDIV`` (:data:`GATHER_VDIV_SEGS`): the
-    per-head sums with that row, ``u_div_e``'s reciprocals and its edge gradient as one vector."""
+    per-head sums with that row, ``u_div_e``'s reciprocals and its edge gradient as one vector. ``HUBS``: split
+    slot winners (:func:`gather_winners`): every edge runs the code of a graph without hubs; one into a hub row
+    has the slot :data:`HUB_SLOT` there, which wins nowhere in its row of zeros, and then adds its terms from a
+    second call site (``edge`` is inlined at both) reading its hub's two rows of bytes (:func:`_won`). Taking
+    each edge down one of two call sites instead, by a test of a per-edge table, took 1.1-1.3x the time of the
+    kernel without hubs (bf16 and fp32, 10M edges)."""
     size = max(W, 1)
     NH = W // SEG if SEG > 0 else 1
 
+    @njit(inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
+    def edge(k, r, b, win, wb, me, hub, hb, hi, n, acc, bv, tv, dv, rv, bx, xr, zero, one, G, gx, eid, other, H, x,
+             gw):
+        """Edge ``k`` (from source ``r``, its ``G`` row at ``b``, its winner row at ``wb``): its terms where it won
+        (:func:`_won`)."""
+        if factor == 0:
+            for j in range(n):              # branch-free: G where this edge won column j
+                acc[j] += select(_won(win, wb, j, me, hub, hb, hi), to_acc(gx, load(G, b + j)), zero)
+        elif H == n:
+            ob = raw_get(eid, k) * n
+            for j in range(n):              # G * other (or G / other) where this edge won
+                g = to_acc(gx, load(G, b + j))
+                o = to_acc(gx, load(other, ob + j))
+                m = g * o if factor == 1 else g / o
+                won = _won(win, wb, j, me, hub, hb, hi)
+                acc[j] += select(won, m, zero)
+                if EG:                      # the edge's gradient row: G x (div: -G x / o^2) where won
+                    xv = to_acc(gx, load(x, r * n + j))
+                    t = g * xv if factor == 1 else (zero - g * xv) / (o * o)
+                    store(gw, ob + j, select(won, t, zero))
+        elif SEG > 0 and TREE:              # (compile-time) W // SEG heads, the row's products as vectors
+            ob = raw_get(eid, k) * NH
+            load_run(other, ob, bv, NH)     # the edge's head values, one vector load
+            for i in range(NH):             # div: the reciprocals in a loop of their own
+                rv[i] = bv[i] if factor == 1 else one / bv[i]
+            for j in range(W):              # each head's factor spread over its SEG columns
+                bx[j] = rv[j // SEG]
+            for j in range(W):
+                g = to_acc(gx, load(G, b + j))
+                won = _won(win, wb, j, me, hub, hb, hi)
+                acc[j] += select(won, g * bx[j], zero)
+                if EG:                      # the edge's terms G x where it won
+                    tv[j] = select(won, g * xr[j], zero)
+            if EG:                          # fold every head's terms by adjacent pairs, all heads at
+                fold_adjacent(tv, W, NH)    # once: each head's sum ends contiguous in tv[:NH]
+                if factor == 1:
+                    store_run(gw, ob, tv, NH)
+                else:                       # -sum / w^2 of all heads as one vector, then stored
+                    for i in range(NH):
+                        dv[i] = _div_grad(tv[i], bv[i], zero)
+                    store_run(gw, ob, dv, NH)
+        elif SEG > 0:                       # W // SEG heads, both compile-time constants
+            ob = raw_get(eid, k) * NH
+            for i in range(NH):
+                bv[i] = to_acc(gx, load(other, ob + i))
+            if VDIV and factor == 2:        # (compile-time) the reciprocals in a loop of their own
+                for i in range(NH):
+                    rv[i] = one / bv[i]
+            for j in range(W):
+                g = to_acc(gx, load(G, b + j))
+                if VDIV and factor == 2:
+                    m = g * rv[j // SEG]
+                else:
+                    m = g * bv[j // SEG] if factor == 1 else g / bv[j // SEG]
+                won = _won(win, wb, j, me, hub, hb, hi)
+                acc[j] += select(won, m, zero)
+                if EG and VDIV:             # the source's row widened once per row
+                    tv[j] = select(won, g * xr[j], zero)
+                elif EG:                    # the edge's terms G x where it won, a vector like acc
+                    tv[j] = select(won, g * to_acc(gx, load(x, r * n + j)), zero)
+            if EG:                          # each head's sum of its SEG terms, NH lanes at a time
+                for i in range(NH):
+                    dv[i] = tv[i * SEG]
+                for d in range(1, SEG):
+                    for i in range(NH):
+                        dv[i] += tv[i * SEG + d]
+                if VDIV and factor == 2:    # -sum / w^2 of all heads as one vector, then stored
+                    for i in range(NH):
+                        dv[i] = _div_grad(dv[i], bv[i], zero)
+                    for i in range(NH):
+                        store(gw, ob + i, dv[i])
+                else:
+                    for i in range(NH):
+                        store(gw, ob + i, dv[i] if factor == 1 else _div_grad(dv[i], bv[i], zero))
+        elif H == 1:                        # one value per edge: a scalar broadcast over the row
+            e = raw_get(eid, k)
+            o = to_acc(gx, load(other, e))
+            dot = zero
+            for j in range(n):
+                g = to_acc(gx, load(G, b + j))
+                m = g * o if factor == 1 else g / o
+                won = _won(win, wb, j, me, hub, hb, hi)
+                acc[j] += select(won, m, zero)
+                if EG and W > 0 and XROW:   # (compile-time) the source's row, widened once per row
+                    dot += select(won, g * xr[j], zero)
+                elif EG:
+                    dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
+            if EG:
+                store(gw, e, dot if factor == 1 else _div_grad(dot, o, zero))
+        else:                               # block broadcast: other[e, h] for columns h*B .. h*B+B-1
+            ob = raw_get(eid, k) * H
+            B = n // H
+            for h in range(H):
+                o = to_acc(gx, load(other, ob + h))
+                dot = zero
+                for d in range(B):
+                    j = h * B + d
+                    g = to_acc(gx, load(G, b + j))
+                    m = g * o if factor == 1 else g / o
+                    won = _won(win, wb, j, me, hub, hb, hi)
+                    acc[j] += select(won, m, zero)
+                    if EG:
+                        dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
+                if EG:
+                    store(gw, ob + h, dot if factor == 1 else _div_grad(dot, o, zero))
+
     # numpy's error model: a division by zero gives inf/nan (as torch) and needs no test per element
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")
-    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf, eid, other, H, x, gw):
+    def rows(r0, r1, indptr, indices, slot_of, G, win, gx, F, scratch, pf, eid, other, H, x, gw, hub_ptr, hub_info,
+             R):
         n = W if W > 0 else F
         acc = stack_acc(gx, size) if W > 0 else scratch
         bv = stack_acc(gx, NH)      # SEG > 0: the edge's head values
@@ -274,6 +390,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
             if EG and W > 0 and (TREE or XROW or VDIV):     # the source's own row of x, widened once
                 for j in range(W):
                     xr[j] = to_acc(gx, load(x, r * W + j))
+            hp = raw_get(hub_ptr, r) if HUBS else 0     # the row's first edge into a hub row in hub_info
             for k in range(raw_get(indptr, r), raw_get(indptr, r + 1)):
                 if pf > 0 and k + pf < E_end:           # the G and winner rows pf edges ahead
                     vp = raw_get(indices, k + pf) * n
@@ -289,113 +406,22 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                             prefetch(gw, op_)
                 b = raw_get(indices, k) * n
                 me = raw_get(slot_of, k)
-                if factor == 0:
-                    for j in range(n):              # branch-free: G where this edge won column j
-                        acc[j] += select(raw_get(win, b + j) == me, to_acc(gx, load(G, b + j)), zero)
-                elif H == n:
-                    ob = raw_get(eid, k) * n
-                    for j in range(n):              # G * other (or G / other) where this edge won
-                        g = to_acc(gx, load(G, b + j))
-                        o = to_acc(gx, load(other, ob + j))
-                        m = g * o if factor == 1 else g / o
-                        won = raw_get(win, b + j) == me
-                        acc[j] += select(won, m, zero)
-                        if EG:                      # the edge's gradient row: G x (div: -G x / o^2) where won
-                            xv = to_acc(gx, load(x, r * n + j))
-                            t = g * xv if factor == 1 else (zero - g * xv) / (o * o)
-                            store(gw, ob + j, select(won, t, zero))
-                elif SEG > 0 and TREE:              # (compile-time) W // SEG heads, the row's products as vectors
-                    ob = raw_get(eid, k) * NH
-                    load_run(other, ob, bv, NH)     # the edge's head values, one vector load
-                    for i in range(NH):             # div: the reciprocals in a loop of their own
-                        rv[i] = bv[i] if factor == 1 else one / bv[i]
-                    for j in range(W):              # each head's factor spread over its SEG columns
-                        bx[j] = rv[j // SEG]
-                    for j in range(W):
-                        g = to_acc(gx, load(G, b + j))
-                        won = raw_get(win, b + j) == me
-                        acc[j] += select(won, g * bx[j], zero)
-                        if EG:                      # the edge's terms G x where it won
-                            tv[j] = select(won, g * xr[j], zero)
-                    if EG:                          # fold every head's terms by adjacent pairs, all heads at
-                        fold_adjacent(tv, W, NH)    # once: each head's sum ends contiguous in tv[:NH]
-                        if factor == 1:
-                            store_run(gw, ob, tv, NH)
-                        else:                       # -sum / w^2 of all heads as one vector, then stored
-                            for i in range(NH):
-                                dv[i] = _div_grad(tv[i], bv[i], zero)
-                            store_run(gw, ob, dv, NH)
-                elif SEG > 0:                       # W // SEG heads, both compile-time constants
-                    ob = raw_get(eid, k) * NH
-                    for i in range(NH):
-                        bv[i] = to_acc(gx, load(other, ob + i))
-                    if VDIV and factor == 2:        # (compile-time) the reciprocals in a loop of their own
-                        for i in range(NH):
-                            rv[i] = one / bv[i]
-                    for j in range(W):
-                        g = to_acc(gx, load(G, b + j))
-                        if VDIV and factor == 2:
-                            m = g * rv[j // SEG]
-                        else:
-                            m = g * bv[j // SEG] if factor == 1 else g / bv[j // SEG]
-                        won = raw_get(win, b + j) == me
-                        acc[j] += select(won, m, zero)
-                        if EG and VDIV:             # the source's row widened once per row
-                            tv[j] = select(won, g * xr[j], zero)
-                        elif EG:                    # the edge's terms G x where it won, a vector like acc
-                            tv[j] = select(won, g * to_acc(gx, load(x, r * n + j)), zero)
-                    if EG:                          # each head's sum of its SEG terms, NH lanes at a time
-                        for i in range(NH):
-                            dv[i] = tv[i * SEG]
-                        for d in range(1, SEG):
-                            for i in range(NH):
-                                dv[i] += tv[i * SEG + d]
-                        if VDIV and factor == 2:    # -sum / w^2 of all heads as one vector, then stored
-                            for i in range(NH):
-                                dv[i] = _div_grad(dv[i], bv[i], zero)
-                            for i in range(NH):
-                                store(gw, ob + i, dv[i])
-                        else:
-                            for i in range(NH):
-                                store(gw, ob + i, dv[i] if factor == 1 else _div_grad(dv[i], bv[i], zero))
-                elif H == 1:                        # one value per edge: a scalar broadcast over the row
-                    e = raw_get(eid, k)
-                    o = to_acc(gx, load(other, e))
-                    dot = zero
-                    for j in range(n):
-                        g = to_acc(gx, load(G, b + j))
-                        m = g * o if factor == 1 else g / o
-                        won = raw_get(win, b + j) == me
-                        acc[j] += select(won, m, zero)
-                        if EG and W > 0 and XROW:   # (compile-time) the source's row, widened once per row
-                            dot += select(won, g * xr[j], zero)
-                        elif EG:
-                            dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
-                    if EG:
-                        store(gw, e, dot if factor == 1 else _div_grad(dot, o, zero))
-                else:                               # block broadcast: other[e, h] for columns h*B .. h*B+B-1
-                    ob = raw_get(eid, k) * H
-                    B = n // H
-                    for h in range(H):
-                        o = to_acc(gx, load(other, ob + h))
-                        dot = zero
-                        for d in range(B):
-                            j = h * B + d
-                            g = to_acc(gx, load(G, b + j))
-                            m = g * o if factor == 1 else g / o
-                            won = raw_get(win, b + j) == me
-                            acc[j] += select(won, m, zero)
-                            if EG:
-                                dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
-                        if EG:
-                            store(gw, ob + h, dot if factor == 1 else _div_grad(dot, o, zero))
+                edge(k, r, b, win, b, me, False, 0, 0, n, acc, bv, tv, dv, rv, bx, xr, zero, one, G, gx, eid, other,
+                     H, x, gw)
+                if HUBS and me == HUB_SLOT:     # an edge into a hub row, which the call above found winning nowhere
+                    info = raw_get(hub_info, hp)    # (its row there is 0): its hub and slot, its terms now
+                    hp += 1
+                    h, sl = info >> 16, info & 0xFFFF
+                    edge(k, r, b, win, (R + 2 * h) * n, _as_slot(win, sl & 0xFF), True, (R + 2 * h + 1) * n, sl >> 8,
+                         n, acc, bv, tv, dv, rv, bx, xr, zero, one, G, gx, eid, other, H, x, gw)
             for j in range(n):
                 store(gx, r * n + j, acc[j])
 
     return rows
 
 
-_GATHER_ROWS = {(W, f): _make_gather_rows(W, f) for W in GATHER_WIDTHS + (0,) for f in FACTORS.values()}
+_GATHER_ROWS = {(W, f, hubs): _make_gather_rows(W, f, HUBS=hubs) for W in GATHER_WIDTHS + (0,)
+                for f in FACTORS.values() for hubs in (False, True)}
 #: head widths of the products' block broadcast with a compiled-in row loop (with ``W`` in :data:`GATHER_WIDTHS`)
 GATHER_HEAD_SEGS = (2, 4, 8, 16, 32, 64)
 #: head widths whose row loop of :data:`GATHER_TREE_WIDTH` columns keeps each edge's factors and terms as row vectors
@@ -426,21 +452,24 @@ def _gather_tree(W, SEG):
 
 
 @functools.cache
-def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False):
+def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False, HUBS=False):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW, VDIV) if SEG or EG else _GATHER_ROWS[W, factor]
+    rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW, VDIV, HUBS) if SEG or EG \
+        else _GATHER_ROWS[W, factor, HUBS]
 
     @cached_njit(nogil=True)
-    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H, x, gw):
+    def kernel(counter, bounds, indptr, indices, slot_of, G, win, gx, F, pf, eid, other, H, x, gw, hub_ptr, hub_info,
+               R):
         _ = source_hash
         indptr, indices, slot_of, eid = borrow(indptr), borrow(indices), borrow(slot_of), borrow(eid)
         G, win, gx, other, x, gw = borrow(G), borrow(win), borrow(gx), borrow(other), borrow(x), borrow(gw)
+        hub_ptr, hub_info = borrow(hub_ptr), borrow(hub_info)
         owner = alloc_acc(gx, F if W == 0 else 1)    # one scratch row per thread, not per row
         scratch = borrow(owner)
         c = atomic_fetch_add(counter, 0, 1)
         while c < bounds.size - 1:
             rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, slot_of, G, win, gx, F, scratch, pf,
-                 eid, other, H, x, gw)
+                 eid, other, H, x, gw, hub_ptr, hub_info, R)
             c = atomic_fetch_add(counter, 0, 1)
         owner[0] = 0    # keeps the scratch owner alive past the loop
 
@@ -448,7 +477,7 @@ def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=Fals
 
 
 def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, prefetch_distance=None, op="copy",
-                   eid=None, other=None, lhs=None, edge_dtype=None):
+                   eid=None, other=None, lhs=None, edge_dtype=None, hub_ptr=None, hub_info=None):
     """The node operand's gradient of max/min (``copy_u``, ``u_{add,sub,mul,div}_e``) from slot winners, by source row.
 
     .. math::
@@ -469,9 +498,10 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         what the forward records for the edge when it wins. Same dtype as ``winners``.
     grad : Tensor float16/bfloat16/float32/float64 ``(N_dst, F)``
         Gradient of the forward result.
-    winners : Tensor uint8 or int16 ``(N_dst, F)``
+    winners : Tensor uint8 or int16 ``(N_dst, F)``, or uint8 ``(N_dst + 2 n_hub, F)``
         The forward's slot winners (``gspmm(..., need_arg='slots')``); values no slot has (255, -1) add
-        nothing.
+        nothing. More rows than ``grad`` are split slots (``gspmm(..., split_slots=True)``), with ``hub_ptr``
+        and ``hub_info``.
     out_dtype : torch.dtype, optional
         Result dtype, default ``grad``'s. Sums accumulate in float32 (float64 when ``grad`` or the result
         is float64) and round once.
@@ -491,6 +521,11 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         operand's gradient (see Returns).
     edge_dtype : torch.dtype, optional
         Dtype of that edge gradient, default ``other``'s.
+    hub_ptr, hub_info : Tensor int64 ``(N_src + 1,)`` and ``(E_hub,)``, optional
+        Needed with split slots, where ``slot_of`` is :data:`HUB_SLOT` for each out-edge into a hub row:
+        ``hub_info[hub_ptr[u]:hub_ptr[u + 1]]`` are ``h * 65536 + slot`` of source ``u``'s out-edges into hub
+        rows, in slot order (``h``: the hub's number, its bytes in winner rows ``N_dst + 2h`` and
+        ``N_dst + 2h + 1``).
 
     Returns
     -------
@@ -519,11 +554,16 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         raise TypeError(f"expected uint8 or int16 slot winners and slot_of of one dtype, got {winners.dtype} and "
                         f"{slot_of.dtype}")
     check_out_dtype(out_dtype)
-    if (grad.dim() != 2 or winners.shape != grad.shape or slot_of.dim() != 1
-            or slot_of.numel() != indices.numel()):
-        raise ValueError(f"expected grad (N_dst, F), winners of its shape and slot_of of indices' {indices.numel()} "
-                         f"elements, got grad {tuple(grad.shape)}, winners {tuple(winners.shape)}, slot_of "
-                         f"{tuple(slot_of.shape)}")
+    if (grad.dim() != 2 or winners.dim() != 2 or winners.shape[1] != grad.shape[1]
+            or winners.shape[0] < grad.shape[0] or slot_of.dim() != 1 or slot_of.numel() != indices.numel()):
+        raise ValueError(f"expected grad (N_dst, F), winners of its shape (or more rows, split slots) and slot_of of "
+                         f"indices' {indices.numel()} elements, got grad {tuple(grad.shape)}, winners "
+                         f"{tuple(winners.shape)}, slot_of {tuple(slot_of.shape)}")
+    hubs = _split_check(winners, grad.shape[0], hub_ptr, "hub_ptr", indptr.numel(), torch.int64)
+    if hubs and (hub_info is None or hub_info.dtype != torch.int64 or hub_info.dim() != 1
+                 or hub_info.numel() != int(hub_ptr[-1])):
+        raise ValueError(f"expected an int64 hub_info of hub_ptr[-1] = {int(hub_ptr[-1])} elements with split slot "
+                         f"winners, got {None if hub_info is None else (hub_info.dtype, tuple(hub_info.shape))}")
     if op not in FACTORS:
         raise ValueError(f"expected op in {tuple(FACTORS)}, got {op!r}")
     E = indices.numel()
@@ -565,14 +605,46 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     # per-edge loads' time in the A/B of GATHER_TREE_SEGS; fp32 0.72-0.91x)
     xrow = EG and H == 1 and lhs.dtype in (torch.float32, torch.float64)
     vdiv = SEG in GATHER_VDIV_SEGS and not _gather_tree(W, SEG)
-    run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow, vdiv), nthreads, bounds, indptr_np,
+    run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow, vdiv, hubs), nthreads, bounds,
+                 indptr_np,
                  index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
                  kernel_view(gx), F, pf, index_view(eid.contiguous() if factor else None),
                  kernel_view(other.contiguous() if factor else grad[:0]), other.shape[1] if factor else F,
-                 kernel_view(lhs.contiguous() if EG else gx[:0]), kernel_view(gw if EG else gx[:0]))
+                 kernel_view(lhs.contiguous() if EG else gx[:0]), kernel_view(gw if EG else gx[:0]),
+                 _hub_view(hub_ptr, hubs, np.int64), _hub_view(hub_info, hubs, np.int64), grad.shape[0])
     gx = gx if work_dtype == out_dtype else gx.to(out_dtype)
     return (gx, gw) if EG else gx
+
+
+@njit(inline="always")
+def _won(win, wb, j, me, hub, hb, hi):
+    """Whether the edge whose slot (its low byte) is ``me`` won column ``j`` of the winner row at ``wb``; with
+    ``hub`` (a compile-time constant at each call site) its high byte ``hi`` must match row ``hb`` too (split
+    slots)."""
+    won = raw_get(win, wb + j) == me
+    if hub:
+        won = won & (raw_get(win, hb + j) == _as_slot(win, hi))
+    return won
+
+
+def _split_check(winners, rows, hubs, name, count, dtype):
+    """Whether ``winners`` are split slots (more rows than ``rows``); then checks their dtype and the hub table
+    ``hubs`` (argument ``name``, ``count`` elements of ``dtype``) the kernels need with them."""
+    if winners.shape[0] == rows:
+        return False
+    if winners.dtype != torch.uint8 or (winners.shape[0] - rows) % 2 or hubs is None or hubs.dtype != dtype \
+            or hubs.dim() != 1 or hubs.numel() != count:
+        raise ValueError(f"expected uint8 split slot winners ({rows} rows and two per hub row, got "
+                         f"{winners.shape[0]}) with {name}, {dtype} of {count} elements (the hub tables of "
+                         f"gspmm(..., split_slots=True)), got {winners.dtype} winners and {name} "
+                         f"{None if hubs is None else (hubs.dtype, tuple(hubs.shape))}")
+    return True
+
+
+def _hub_view(hubs, split, dtype):
+    """A hub table as the kernels take it: an empty array without split slots."""
+    return hubs.contiguous().numpy() if split else np.zeros(0, dtype)
 
 
 def _as_slot(win, k):
@@ -586,23 +658,70 @@ def _as_slot_impl(win, k):
     return lambda win, k: cast(k)
 
 
+#: the slot an edge into a hub row has in :func:`gather_winners`' ``slot_of`` with split slot winners: no edge of a
+#: row of at most 255 edges has it, and a hub row's own row of winners holds 0
+HUB_SLOT = 255
+
 #: what :func:`edge_winners` writes where the edge won, per ``op``: ``(factor, negate)`` with ``factor`` as in
 #: :data:`FACTORS`; ``'neg'`` is ``-G`` (``u_sub_e``'s edge operand), in the same single pass
 EDGE_OPS = {"copy": (0, False), "neg": (0, True), "mul": (1, False), "div": (2, False)}
 
 
 @functools.cache
-def _edge_kernel(factor, negate=False, PICK=False):
+def _edge_kernel(factor, negate=False, PICK=False, HUBS=False):
     """``PICK`` (a product with ``H == F``): the pass also writes ``pk[v, j]``, ``G[v, j]`` times (divided by)
-    the winning edge's ``rhs[e, j]``, in ``pk``'s dtype (the terms :func:`gather_winners` sums for the node)."""
+    the winning edge's ``rhs[e, j]``, in ``pk``'s dtype (the terms :func:`gather_winners` sums for the node).
+    ``HUBS``: split slot winners; each in-edge of a hub row (``hub_row[v] >= 0``) also compares the high bytes
+    (:func:`_won`), at a call site of its own."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+
+    @njit(inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
+    def edge(k, e, b, win, wb, me, hub, hb, hi, F, H, G, ge, src, lhs, rhs, pk, zero, pzero):
+        """In-edge ``k`` (edge ``e``) of the row whose ``G`` starts at ``b``: its gradient row, ``G`` (times its
+        factor) where it won (:func:`_won`), else 0."""
+        if H != F:                      # block broadcast: each of the H values sums B columns
+            B = F // H
+            ub = raw_get(src, k) * F if factor != 0 else 0
+            for h in range(H):
+                s = zero
+                for d in range(B):
+                    j = h * B + d
+                    g = to_acc(ge, load(G, b + j))
+                    if factor != 0:
+                        g = g * to_acc(ge, load(lhs, ub + j))
+                    if negate:
+                        g = -g
+                    s += select(_won(win, wb, j, me, hub, hb, hi), g, zero)
+                if factor == 2:
+                    s = _div_grad(s, to_acc(ge, load(rhs, e * H + h)), zero)
+                store(ge, e * H + h, s)
+        elif factor == 0:
+            for j in range(F):          # [F] G ('neg': -G) where this edge won column j, else 0
+                g = to_acc(ge, load(G, b + j))
+                if negate:              # a closure constant: compiled out of 'copy'
+                    g = -g
+                store_copied(ge, e * F + j, select(_won(win, wb, j, me, hub, hb, hi), g, zero), G)
+        else:
+            ub = raw_get(src, k) * F
+            for j in range(F):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
+                won = _won(win, wb, j, me, hub, hb, hi)
+                m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
+                if factor == 2:
+                    r = to_acc(ge, load(rhs, e * F + j))
+                    m = -m / (r * r)
+                store(ge, e * F + j, select(won, m, zero))
+                if PICK:                    # G * r (G / r) where it won: the node gradient's term
+                    gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * F + j))
+                    t = gp * rv if factor == 1 else gp / rv
+                    raw_set(pk, b + j, raw_get(pk, b + j) + select(won, t, pzero))
 
     # reassoc: the block broadcast's sum over B columns vectorises (the other paths have no reduction)
     @cached_njit(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-    def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf, H, pk):
+    def kernel(counter, bounds, indptr, eid, G, win, ge, F, src, lhs, rhs, pf, H, pk, hub_row):
         _ = source_hash
         indptr, eid, G, win, ge = borrow(indptr), borrow(eid), borrow(G), borrow(win), borrow(ge)
-        src, lhs, rhs, pk = borrow(src), borrow(lhs), borrow(rhs), borrow(pk)
+        src, lhs, rhs, pk, hub_row = borrow(src), borrow(lhs), borrow(rhs), borrow(pk), borrow(hub_row)
+        R = indptr.size - 1
         use_eid = eid.size > 0
         zero = acc_zero(ge)
         pzero = acc_zero(pk)
@@ -616,9 +735,10 @@ def _edge_kernel(factor, negate=False, PICK=False):
                 if PICK:                            # the row's picked terms: 0 where no edge won
                     for j in range(F):
                         raw_set(pk, b + j, pzero)
+                hr = raw_get(hub_row, v) if HUBS else -1
                 for k in range(k0, raw_get(indptr, v + 1)):
                     e = edge_of(eid, use_eid, k)
-                    me = _as_slot(win, k - k0)
+                    me = _as_slot(win, k - k0)              # uint8: the slot's low byte
                     if factor != 0 and pf > 0 and k + pf < E_end:
                         up = raw_get(src, k + pf) * F   # the source row pf edges ahead (a random gather)
                         for t in range(0, F, x_line):
@@ -627,49 +747,18 @@ def _edge_kernel(factor, negate=False, PICK=False):
                             rp = edge_of(eid, use_eid, k + pf) * H
                             for t in range(0, H, r_line):
                                 prefetch(rhs, rp + t)
-                    if H != F:                      # block broadcast: each of the H values sums B columns
-                        B = F // H
-                        ub = raw_get(src, k) * F if factor != 0 else 0
-                        for h in range(H):
-                            s = zero
-                            for d in range(B):
-                                j = h * B + d
-                                g = to_acc(ge, load(G, b + j))
-                                if factor != 0:
-                                    g = g * to_acc(ge, load(lhs, ub + j))
-                                if negate:
-                                    g = -g
-                                s += select(raw_get(win, b + j) == me, g, zero)
-                            if factor == 2:
-                                s = _div_grad(s, to_acc(ge, load(rhs, e * H + h)), zero)
-                            store(ge, e * H + h, s)
-                        continue
-                    if factor == 0:
-                        for j in range(F):          # [F] G ('neg': -G) where this edge won column j, else 0
-                            g = to_acc(ge, load(G, b + j))
-                            if negate:              # a closure constant: compiled out of 'copy'
-                                g = -g
-                            store_copied(ge, e * F + j, select(raw_get(win, b + j) == me, g, zero), G)
-                        continue
-                    ub = raw_get(src, k) * F
-                    for j in range(F):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
-                        won = raw_get(win, b + j) == me
-                        m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
-                        if factor == 2:
-                            r = to_acc(ge, load(rhs, e * F + j))
-                            m = -m / (r * r)
-                        store(ge, e * F + j, select(won, m, zero))
-                        if PICK:                    # G * r (G / r) where it won: the node gradient's term
-                            gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * F + j))
-                            t = gp * rv if factor == 1 else gp / rv
-                            raw_set(pk, b + j, raw_get(pk, b + j) + select(won, t, pzero))
+                    if HUBS and hr >= 0:                    # a hub row: its two rows of bytes
+                        edge(k, e, b, win, (R + 2 * hr) * F, me, True, (R + 2 * hr + 1) * F, (k - k0) >> 8, F, H, G,
+                             ge, src, lhs, rhs, pk, zero, pzero)
+                    else:
+                        edge(k, e, b, win, b, me, False, 0, 0, F, H, G, ge, src, lhs, rhs, pk, zero, pzero)
             c = atomic_fetch_add(counter, 0, 1)
 
     return kernel
 
 
 def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=None, lhs=None, rhs=None,
-                 prefetch_distance=None, cols=None, picked=False):
+                 prefetch_distance=None, cols=None, picked=False, hub_row=None):
     """The edge operand's gradient of max/min from slot winners: ``grad`` where the edge won, else 0.
 
     With ``op='mul'`` the value where the edge won is ``grad * lhs[src]`` (the gradient of ``u_mul_e``
@@ -689,8 +778,9 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         Edge id of each slot; None means the identity.
     grad : Tensor float16/bfloat16/float32/float64 ``(R, F)``
         Gradient of the forward result.
-    winners : Tensor uint8 or int16 ``(R, F)``
-        The forward's slot winners (``gspmm(..., need_arg='slots')``).
+    winners : Tensor uint8 or int16 ``(R, F)``, or uint8 ``(R + 2 n_hub, F)``
+        The forward's slot winners (``gspmm(..., need_arg='slots')``); more rows than ``grad`` are split slots
+        (``gspmm(..., split_slots=True)``), with ``hub_row``.
     out_dtype : torch.dtype, optional
         Result dtype, default ``grad``'s (each value is computed in float32, float64 for float64 results,
         and rounded once).
@@ -715,6 +805,9 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         :func:`gather_winners` with ``op='copy'`` over these sums the node operand's gradient. This pass reads
         the edge operand in slot order (sequential when the edge ids follow the destinations), where a
         gradient gathered by source reads it at random edge ids.
+    hub_row : Tensor int32 ``(R,)``, optional
+        Needed with split slots: ``h`` for the ``h``-th hub row (its slots' bytes are in winner rows ``R + 2h``
+        and ``R + 2h + 1``), -1 for the others.
 
     Returns
     -------
@@ -737,11 +830,12 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     check_out_dtype(out_dtype)
     R = indptr.numel() - 1
     E = int(indptr[-1]) if R >= 0 else 0
-    if (grad.dim() != 2 or winners.shape != grad.shape or grad.shape[0] != R
-            or (eid is not None and eid.numel() != E)):
-        raise ValueError(f"expected grad ({R}, F), winners of its shape and eid of {E} elements, got grad "
-                         f"{tuple(grad.shape)}, winners {tuple(winners.shape)}, eid "
+    if (grad.dim() != 2 or winners.dim() != 2 or winners.shape[1] != grad.shape[1] or grad.shape[0] != R
+            or winners.shape[0] < R or (eid is not None and eid.numel() != E)):
+        raise ValueError(f"expected grad ({R}, F), winners of its shape (or more rows, split slots) and eid of {E} "
+                         f"elements, got grad {tuple(grad.shape)}, winners {tuple(winners.shape)}, eid "
                          f"{None if eid is None else eid.numel()}")
+    hubs = _split_check(winners, R, hub_row, "hub_row", max(R, 0), torch.int32)
     F = grad.shape[1]
     if op not in EDGE_OPS:
         raise ValueError(f"expected op in {tuple(EDGE_OPS)}, got {op!r}")
@@ -777,12 +871,12 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
-    run_parallel(_edge_kernel(factor, negate, picked), nthreads, bounds, indptr_np,
+    run_parallel(_edge_kernel(factor, negate, picked, hubs), nthreads, bounds, indptr_np,
                  index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
                  index_view(src.contiguous() if factor else None),
                  kernel_view(lhs.contiguous() if factor else grad[:0]),
                  kernel_view(rhs.contiguous() if factor == 2 or picked else grad[:0]), pf, H,
-                 kernel_view(pk if picked else ge[:0]))
+                 kernel_view(pk if picked else ge[:0]), _hub_view(hub_row, hubs, np.int32))
     ge = ge if work_dtype == out_dtype else ge.to(out_dtype)
     return (ge, pk) if picked else ge

@@ -1021,7 +1021,7 @@ def slot_dtype(max_row, otherwise):
 
 
 def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None,
-          max_row=None, whole_rows=True):
+          max_row=None, whole_rows=True, split_slots=False, hub_rows=None):
     """Generalised SpMM over the rows of a compressed structure, on raw tensors.
 
     .. math::
@@ -1061,7 +1061,7 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         uint8 when no row has more than 255 edges (255: no winner), int16 when none has more than
         32767 (-1: no winner), else the ids of ``True``. One array names both ends: a quarter (an
         eighth) of the bytes of int32 ids to write here and to read in the backward
-        (:func:`.scatter.gather_winners`, :func:`.scatter.edge_winners`).
+        (:func:`.scatter.gather_winners`, :func:`.scatter.edge_winners`). With ``split_slots`` see there.
     prefetch_distance : int, optional
         Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
     max_row : int, optional
@@ -1072,6 +1072,17 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         (:func:`takes_whole_rows`), rows too wide for the L2 cache be gathered from column slabs
         (:func:`slab_width`), and rows narrower than a pass be padded to one (:func:`pad_width`); False walks
         them a row at a time (the same results, bit for bit: for benchmarks and tests).
+    split_slots : bool, default False
+        With ``need_arg='slots'`` where some row has 256 to 32767 edges: *split* slot winners instead of int16,
+        uint8 ``(R + 2 n_hub, *F)``. The rows with more than 255 edges are the *hub* rows (in increasing order);
+        the others hold their uint8 slots in rows ``r < R`` (255: none), the ``h``-th hub row the low bytes of
+        its slots in row ``R + 2h`` and the high bytes in row ``R + 2h + 1`` (255 and 255: none), and 0 in its
+        own row. Half the bytes of int16 slots for the forward to write and the backward to read, where most
+        rows are short (the power-law graphs): the pass runs with uint8 slots, and one more pass over the hub
+        rows alone (their in-edges copied out) records their full slots.
+    hub_rows : Tensor int64, optional
+        The rows with more than 255 edges in increasing order, when the caller has them cached; computed from
+        ``indptr`` otherwise. Trusted, like the structure.
 
     Returns
     -------
@@ -1119,7 +1130,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     check_out_dtype(out_dtype)
     if needs_fp64_pass(out_dtype, lhs, rhs):
         out, arg_lhs, arg_rhs = gspmm(op, reduce, indptr, indices, eid, lhs, rhs, out_dtype=torch.float64,
-                                      need_arg=need_arg, prefetch_distance=prefetch_distance, max_row=max_row)
+                                      need_arg=need_arg, prefetch_distance=prefetch_distance, max_row=max_row,
+                                      whole_rows=whole_rows, split_slots=split_slots, hub_rows=hub_rows)
         return out.to(out_dtype), arg_lhs, arg_rhs
     lhs_off = rhs_off = None
     layout, B = SAME, 1
@@ -1140,7 +1152,11 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     if track and need_arg == "slots" and op in SLOT_OPS and layout in (SAME, RHS_BLOCK) and R > 0:
         longest = int((indptr[1:] - indptr[:-1]).max()) if max_row is None else int(max_row)
         narrow = slot_dtype(longest, None)
-        slots = None if narrow is None else empty_out(out.shape, narrow)
+        if narrow == torch.int16 and split_slots:
+            hub_rows = _hub_rows(indptr) if hub_rows is None else hub_rows
+            slots = empty_out((R + 2 * hub_rows.numel(),) + tuple(out_shape), torch.uint8)
+        else:
+            slots = None if narrow is None else empty_out(out.shape, narrow)
     if slots is not None:
         # one array of slots names the edge, so both ends (when the op has two) write the same values into it
         arg_lhs = slots if op != "copy_rhs" else None
@@ -1194,4 +1210,36 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
                  B, index_view(lhs_off), index_view(rhs_off), pf)
     if P:
         _copy_rows(target, out.view(R, F))
+    if slots is not None and slots.shape[0] > R:
+        _hub_slots(slots, R, F, hub_rows, op, reduce, indptr, indices, eid, lhs, rhs, out.dtype, longest,
+                   prefetch_distance, whole_rows)
     return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
+
+
+#: rows longer than this many edges are the hub rows of split slot winners (:func:`gspmm`'s ``split_slots``)
+SPLIT_SLOT_ROW = 255
+
+
+def _hub_rows(indptr):
+    """The rows of ``indptr`` with more than :data:`SPLIT_SLOT_ROW` edges, int64, in increasing order."""
+    return torch.nonzero(indptr[1:] - indptr[:-1] > SPLIT_SLOT_ROW).reshape(-1)
+
+
+def _hub_slots(slots, R, F, hub_rows, op, reduce, indptr, indices, eid, lhs, rhs, out_dtype, longest, pf, whole):
+    """Split slots' hub rows: the full int16 slots of ``hub_rows`` from a pass over their in-edges alone, as
+    low and high bytes into rows ``R + 2h`` and ``R + 2h + 1``, and 0 into their own rows (see :func:`gspmm`)."""
+    starts = indptr[hub_rows]
+    lens = indptr[hub_rows + 1] - starts
+    sub_ptr = torch.zeros(hub_rows.numel() + 1, dtype=torch.int64)
+    torch.cumsum(lens, 0, out=sub_ptr[1:])
+    # the hub rows' slots, row after row: each row's start plus the offsets 0 .. len - 1
+    pos = torch.repeat_interleave(starts - sub_ptr[:-1], lens) + torch.arange(int(sub_ptr[-1]))
+    sub_indices = None if indices is None else indices[pos]
+    sub_eid = pos if eid is None else eid[pos]
+    _, full, _ = gspmm(op, reduce, sub_ptr, sub_indices, sub_eid, lhs, rhs, out_dtype=out_dtype, need_arg="slots",
+                       prefetch_distance=pf, max_row=longest, whole_rows=whole)
+    full = full.reshape(-1, F)
+    pairs = slots.view(-1, F)[R:].view(-1, 2, F)
+    pairs[:, 0] = full.to(torch.uint8)                                  # the low bytes
+    pairs[:, 1] = torch.bitwise_right_shift(full, 8).to(torch.uint8)    # the high bytes: -1 (none) gives 255
+    slots.view(-1, F)[hub_rows] = 0             # what no hub edge's slot (255 in the backward's tables) matches
