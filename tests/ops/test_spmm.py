@@ -472,3 +472,14 @@ def test_extremes_backward_from_split_slot_winners(monkeypatch, op, reduce, dtyp
             assert_close(mine, ids.double(), dtype)
         if dtype != torch.bfloat16:                                   # ties among rounded messages aside
             assert_close(mine, ref.double(), dtype)
+    if dtype == torch.float64:      # double backward: the split slots become ids for the differentiable scatter
+        leaves = [t.clone().requires_grad_() if use else None for t, use in zip((x0, w0), uses)]
+        given = [t for t in leaves if t is not None]
+        gg = g.clone().requires_grad_()
+        with use_backend("cpu", strict=True):
+            firsts = torch.autograd.grad(ops.gspmm(index, op, reduce, *leaves), given, gg, create_graph=True)
+            (second,) = torch.autograd.grad(sum((f * f).sum() for f in firsts), gg)
+        for first, mine in zip(firsts, grads["cpu"]):
+            assert first.requires_grad
+            assert_close(first.detach(), mine, dtype)      # summed by ids, in another order
+        assert second.shape == g.shape and torch.isfinite(second).all() and second.abs().sum() > 0

@@ -1094,7 +1094,8 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         Only for ``max``/``min``: the ``indices`` value (source node) and the edge id of the
         winning edge per element (first winner in slot order), -1 where the row has no edge.
         int32 when every id fits (:func:`winner_dtype` of ``lhs``'s / ``rhs``'s row count).
-        Slot winners (``need_arg='slots'``, see there) come back as ``arg_lhs``, uint8 or int16, with
+        Slot winners (``need_arg='slots'``, see there) come back as ``arg_lhs``, uint8 or int16 (uint8 with
+        two more rows per hub row with ``split_slots``), with
         ``arg_rhs`` None, for every op.
         ``arg_lhs`` is None for ``'copy_rhs'`` and ``arg_rhs`` for ``'copy_lhs'``.
 
