@@ -169,14 +169,25 @@ def slot_winner_ids(index, winners, of="src"):
     return torch.where(valid, ids[pos], -1)
 
 
+#: rows longer than this many edges are the hub rows of split slot winners (see the dispatch's ``spmm``)
+SPLIT_SLOT_ROW = 255
+
+
+def split_hub_rows(indptr):
+    """The rows of ``indptr`` with more than :data:`SPLIT_SLOT_ROW` edges (the hub rows of split slot winners),
+    int64, in increasing order."""
+    return torch.nonzero(indptr[1:] - indptr[:-1] > SPLIT_SLOT_ROW).reshape(-1)
+
+
 def joined_slots(index, winners):
     """Split slot winners (uint8 ``(N_dst + 2 n_hub, F)``, see the dispatch's ``spmm``) as int16 ``(N_dst, F)``:
     the hub rows' low bytes joined with their high bytes, -1 where there is none."""
     N = index.num_dst
-    hubs = torch.nonzero(index.in_degrees() > 255).reshape(-1).to(winners.device)
+    hubs = split_hub_rows(index.csc()[0]).to(winners.device)
     if winners.dtype != torch.uint8 or winners.shape[0] != N + 2 * hubs.numel():
         raise ValueError(f"expected uint8 split slot winners of {N} + 2 x {hubs.numel()} rows (two for each "
-                         f"destination with more than 255 in-edges), got {winners.dtype} {tuple(winners.shape)}")
+                         f"destination with more than {SPLIT_SLOT_ROW} in-edges), got {winners.dtype} "
+                         f"{tuple(winners.shape)}")
     out = winners[:N].to(torch.int16)
     out[out == 255] = -1        # none, in the rows of at most 255 edges
     pairs = winners[N:].to(torch.int16).view(-1, 2, winners.shape[1])

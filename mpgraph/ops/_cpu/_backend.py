@@ -94,7 +94,8 @@ def edge_softmax_backward_supports(index, out, grad_out, out_dtype):
 def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
     """gSpMM over ``index.csc()``: ``(out: (N_dst, F), arg_u, arg_e)`` (contract in the dispatch); max/min
     without ``need_arg`` run the kernel that does not track winners."""
-    from .spmm import SPLIT_SLOT_ROW, gspmm
+    from .._reference import SPLIT_SLOT_ROW
+    from .spmm import gspmm
 
     indptr, src, eid = _csc(index)
     longest = hubs = None
@@ -188,11 +189,10 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
 
 
 def _hub_rows(index):
-    """The destinations with more than :data:`.spmm.SPLIT_SLOT_ROW` in-edges (the hub rows of split slot
-    winners), int64, in increasing order. Cached."""
-    from .spmm import _hub_rows as rows
+    """:func:`mpgraph.ops._reference.split_hub_rows` of the destinations, cached."""
+    from .._reference import split_hub_rows
 
-    return index.cached("cpu.hub_rows", lambda: rows(index.csc()[0]))
+    return index.cached("cpu.hub_rows", lambda: split_hub_rows(index.csc()[0]))
 
 
 def _hub_row(index, winners):

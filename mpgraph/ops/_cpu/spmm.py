@@ -34,6 +34,7 @@ import torch
 from numba import njit, types
 from numba.extending import overload
 
+from .._reference import split_hub_rows
 from ._core import (PASS_SERIAL_WORK, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit,
                     chunk_bounds, edge_of, empty_out, index_view, kernel_view, line_elems, load, load_pair, num_threads,
                     pair_loads, prefetch, raw_get, raw_set, run_parallel, select, stack_acc, stack_i32, store,
@@ -1154,7 +1155,7 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         longest = int((indptr[1:] - indptr[:-1]).max()) if max_row is None else int(max_row)
         narrow = slot_dtype(longest, None)
         if narrow == torch.int16 and split_slots:
-            hub_rows = _hub_rows(indptr) if hub_rows is None else hub_rows
+            hub_rows = split_hub_rows(indptr) if hub_rows is None else hub_rows
             slots = empty_out((R + 2 * hub_rows.numel(),) + tuple(out_shape), torch.uint8)
         else:
             slots = None if narrow is None else empty_out(out.shape, narrow)
@@ -1215,15 +1216,6 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         _hub_slots(slots, R, F, hub_rows, op, reduce, indptr, indices, eid, lhs, rhs, out.dtype, longest,
                    prefetch_distance, whole_rows)
     return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
-
-
-#: rows longer than this many edges are the hub rows of split slot winners (:func:`gspmm`'s ``split_slots``)
-SPLIT_SLOT_ROW = 255
-
-
-def _hub_rows(indptr):
-    """The rows of ``indptr`` with more than :data:`SPLIT_SLOT_ROW` edges, int64, in increasing order."""
-    return torch.nonzero(indptr[1:] - indptr[:-1] > SPLIT_SLOT_ROW).reshape(-1)
 
 
 def _hub_slots(slots, R, F, hub_rows, op, reduce, indptr, indices, eid, lhs, rhs, out_dtype, longest, pf, whole):
