@@ -171,6 +171,9 @@ def test_kernels_differing_only_inside_the_row_loop_they_call_have_different_key
             for xrow in (False, True) for vdiv in (False, True)]
     keys += [_index_key(spmm_backward._kernel(64, 8, div)) for div in (False, True)]
     keys += [_index_key(spmm_backward._kernel(0, 0, div)) for div in (False, True)]
+    # the edge operand's shape, compiled into the row loop (HK_ONE) or tested per edge (HK_ANY)
+    keys += [_index_key(scatter._gather_kernel(64, 1, 0, True, False, True, False, False, hk))
+             for hk in (scatter.HK_ANY, scatter.HK_ONE)]
     assert len(set(keys)) == len(keys)
     assert _index_key(scatter._gather_kernel(64, 1, 8, True, True)) == keys[0]
 

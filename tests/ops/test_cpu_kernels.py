@@ -1482,6 +1482,50 @@ def test_gather_winners_folded_heads_match_plain_loops(dtype, op, F, H, max_in):
     _check_gather_with_edge_gradient(dtype, op, F, max_in, H, True)
 
 
+@pytest.mark.parametrize("dtype, op, C", [(F32, "mul", 1), (BF16, "div", 1), (F32, "div", 64), (BF16, "mul", 8)],
+                         ids=["f32-mul-one", "bf16-div-one", "f32-div-row", "bf16-mul-heads"])
+def test_gather_winners_edge_shape_compiled_in_gives_the_runtime_tested_loops_bits(monkeypatch, dtype, op, C):
+    """The row loop of 64 columns compiles in the edge operand's shape (``HK``: one value per edge, a whole row,
+    compiled-in heads), which keeps the accumulator in registers; the same loop testing the runtime ``H`` per edge
+    (``HK_ANY``) must give the same bits for both gradients, and both match float64 plain loops (above)."""
+    from mpgraph.ops._cpu import scatter
+    from mpgraph.ops._cpu._backend import _csr_slots
+
+    F, max_in = 64, 200
+    src, dst, N = slot_graph(max_in, seed=11)
+    index = Index.from_coo(src, dst, N, N)
+    indptr_c, indices_c, eid_c = index.csc()
+    E = src.numel()
+    x = rand((N, F), dtype, 8).to(dtype)
+    w = rand((E, C), dtype, 9, positive=True).to(dtype)
+    heads = 1 < C < F
+    _, winners, _ = K.gspmm(op, "max", indptr_c, indices_c, eid_c, x.reshape(N, C, F // C) if heads else x,
+                            w.reshape(E, C, 1) if heads else w, need_arg="slots")
+    winners = winners.reshape(N, F)
+    grad = rand((N, F), dtype, 10).to(dtype)
+    indptr_r, dst_r, eid_r = index.csr()
+    slot_of = _csr_slots(index, winners.dtype)
+    seen = []
+    compiled = scatter._gather_kernel
+
+    def spy(*key):
+        seen.append(key[8])
+        return compiled(*key)
+
+    def run(kernel):
+        monkeypatch.setattr(scatter, "_gather_kernel", kernel)
+        out = (scatter.gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w),
+               *scatter.gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w, lhs=x))
+        monkeypatch.setattr(scatter, "_gather_kernel", compiled)
+        return out
+
+    fixed = run(spy)
+    assert seen == [{1: scatter.HK_ONE, F: scatter.HK_FULL}.get(C, scatter.HK_HEADS)] * 2
+    tested = run(lambda *key: compiled(*key[:8], scatter.HK_ANY))
+    for a, b in zip(fixed, tested):
+        assert _same_bits(a, b)
+
+
 def _check_gather_with_edge_gradient(dtype, op, F, max_in, C, heads):
     """``gather_winners(..., lhs=x)`` with ``C`` edge columns (``heads``: as GAT's ``(E, C, 1)`` against
     ``(N, C, F // C)`` in the forward) against float64 plain loops, with one and two threads."""

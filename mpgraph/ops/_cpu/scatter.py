@@ -219,6 +219,11 @@ GATHER_PREFETCH = 16
 GATHER_WIDTHS = (64, 128)
 
 
+#: the edge operand's shape compiled into :func:`gather_winners`' row loop (:func:`_make_gather_rows`' ``HK``): any,
+#: tested per edge (runtime widths and head counts); one value per edge; a whole row; heads of a compiled-in ``SEG``
+HK_ANY, HK_ONE, HK_FULL, HK_HEADS = 0, 1, 2, 3
+
+
 #: what multiplies ``G`` in the slot-winner passes: nothing (copies, sums, differences), the other operand
 #: (``mul``), or divides it (``div``); compile-time constants of the kernels
 FACTORS = {"copy": 0, "mul": 1, "div": 2}
@@ -236,7 +241,7 @@ def _div_grad(s, w, zero):
     return select((s == zero) & (not (w * w > zero)), zero, (zero - s) / (w * w))
 
 
-def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False, HUBS=False):
+def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False, HUBS=False, HK=HK_ANY):
     """Source rows ``[r0, r1)`` of :func:`gather_winners`: ``W`` columns, a compile-time constant (a stack
     accumulator LLVM keeps in vector registers), or ``W == 0`` (runtime ``F`` into the scratch row);
     ``factor`` (:data:`FACTORS`) says whether ``G`` is multiplied or divided by the edge's ``other`` row.
@@ -258,7 +263,12 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
     has the slot :data:`HUB_SLOT` there, which wins nowhere in its row of zeros, and then adds its terms from a
     second call site (``edge`` is inlined at both) reading its hub's two rows of bytes (:func:`_won`). Taking
     each edge down one of two call sites instead, by a test of a per-edge table, took 1.1-1.3x the time of the
-    kernel without hubs (bf16 and fp32, 10M edges)."""
+    kernel without hubs (bf16 and fp32, 10M edges). ``HK`` (:data:`HK_ANY` and the others) compiles in the shape
+    of ``other`` (one value per edge, a whole row, heads of a compiled-in ``SEG``) instead of testing the runtime
+    ``H`` per edge: with every shape's branch in the loop, the one that indexes ``acc`` by a runtime block offset
+    kept ``acc`` on the stack, stored and reloaded per edge, where the copies' loop keeps it in registers. One
+    weight per edge, 64 columns, uniform graph: the node gradient alone took 1.7x (fp32) and 2.0x (bf16) the
+    copy's gather, both gradients 2.9x and 2.8x (see the README, forty-seventh session)."""
     size = max(W, 1)
     NH = W // SEG if SEG > 0 else 1
 
@@ -270,7 +280,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
         if factor == 0:
             for j in range(n):              # branch-free: G where this edge won column j
                 acc[j] += select(_won(win, wb, j, me, hub, hb, hi), to_acc(gx, load(G, b + j)), zero)
-        elif H == n:
+        elif HK == HK_FULL or (HK == HK_ANY and H == n):
             ob = raw_get(eid, k) * n
             for j in range(n):              # G * other (or G / other) where this edge won
                 g = to_acc(gx, load(G, b + j))
@@ -336,7 +346,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                 else:
                     for i in range(NH):
                         store(gw, ob + i, dv[i] if factor == 1 else _div_grad(dv[i], bv[i], zero))
-        elif H == 1:                        # one value per edge: a scalar broadcast over the row
+        elif HK == HK_ONE or (HK == HK_ANY and H == 1):     # one value per edge, a scalar over the row
             e = raw_get(eid, k)
             o = to_acc(gx, load(other, e))
             dot = zero
@@ -351,7 +361,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                     dot += select(won, g * to_acc(gx, load(x, r * n + j)), zero)
             if EG:
                 store(gw, e, dot if factor == 1 else _div_grad(dot, o, zero))
-        else:                               # block broadcast: other[e, h] for columns h*B .. h*B+B-1
+        elif HK == HK_ANY:                  # block broadcast: other[e, h] for columns h*B .. h*B+B-1
             ob = raw_get(eid, k) * H
             B = n // H
             for h in range(H):
@@ -452,9 +462,9 @@ def _gather_tree(W, SEG):
 
 
 @functools.cache
-def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False, HUBS=False):
+def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=False, HUBS=False, HK=HK_ANY):
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
-    rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW, VDIV, HUBS) if SEG or EG \
+    rows = _make_gather_rows(W, factor, SEG, EG, TREE, XROW, VDIV, HUBS, HK) if SEG or EG or HK != HK_ANY \
         else _GATHER_ROWS[W, factor, HUBS]
 
     @cached_njit(nogil=True)
@@ -605,7 +615,9 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     # per-edge loads' time in the A/B of GATHER_TREE_SEGS; fp32 0.72-0.91x)
     xrow = EG and H == 1 and lhs.dtype in (torch.float32, torch.float64)
     vdiv = SEG in GATHER_VDIV_SEGS and not _gather_tree(W, SEG)
-    run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow, vdiv, hubs), nthreads, bounds,
+    hk = (HK_ANY if not (W and factor) else HK_HEADS if SEG else HK_ONE if H == 1 else HK_FULL if H == F
+          else HK_ANY)
+    run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow, vdiv, hubs, hk), nthreads, bounds,
                  indptr_np,
                  index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
