@@ -51,8 +51,26 @@ def old_module(rev, where, module):
     archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "mpgraph"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", where], input=archive, check=True)
     os.rename(os.path.join(where, "mpgraph"), os.path.join(where, "mpgraph_old"))
+    # up to eeeb74e the dispatch loaded its backends by absolute name ("mpgraph.ops._cpu"), so the old package's
+    # public ops ran this checkout's kernels: point those names at the old package
+    dispatch = os.path.join(where, "mpgraph_old", "ops", "_dispatch.py")
+    with open(dispatch) as f:
+        text = f.read()
+    with open(dispatch, "w") as f:
+        f.write(text.replace('"mpgraph.ops.', '"mpgraph_old.ops.'))
     sys.path.insert(0, where)
     return importlib.import_module(f"mpgraph_old.{module}")
+
+
+def check_own_kernels(pkg_dispatch, package):
+    """Every backend function registered in a package's dispatch (``pkg_dispatch``) comes from ``package``:
+    else an A/B of public ops would time one package's kernels twice."""
+    pkg_dispatch._load_optional()
+    modules = {getattr(k.fn, "__module__", None) or "?" for kernels in pkg_dispatch._registry.values()
+               for k in kernels}
+    stray = sorted(m for m in modules if not m.startswith(package + "."))
+    if stray:
+        raise SystemExit(f"the {package} package dispatches to kernels of {stray}: the A/B would not compare it")
 
 
 def old_gspmm(rev, where):
@@ -112,6 +130,8 @@ def autograd(a, where):
 
     old_pkg = old_module(a.old, where, "ops")
     old_root = importlib.import_module("mpgraph_old")
+    check_own_kernels(old_pkg._dispatch, "mpgraph_old")
+    check_own_kernels(ops._dispatch, "mpgraph")
     g = make_graph(a.graph)
     graphs = {"old": old_root.graph((g["src"], g["dst"]), num_nodes=g["N"]),
               "new": mpgraph.graph((g["src"], g["dst"]), num_nodes=g["N"])}

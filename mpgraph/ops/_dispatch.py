@@ -273,7 +273,8 @@ OPS = ("spmm", "sddmm", "edge_softmax", "edge_softmax_backward", "scatter_winner
 #: Priority of each known backend (higher wins when several support a call).
 PRIORITY = {"triton": 30, "cpu": 20, "torch": 10, "reference": 0}
 # Backends loaded lazily: name -> module that defines KERNELS.
-_OPTIONAL = {"cpu": "mpgraph.ops._cpu", "triton": "mpgraph.ops._triton"}
+# named from this package, so a copy of it imported under another name (benchmarks/ab_commit.py) loads its own
+_OPTIONAL = {"cpu": f"{__package__}._cpu", "triton": f"{__package__}._triton"}
 _ENV = "MPGRAPH_BACKEND"
 
 
