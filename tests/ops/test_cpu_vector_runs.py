@@ -1,5 +1,6 @@
-"""The CPU kernels' vector helpers (``_cpu/_core.py``: ``load_run``, ``store_run``, ``mul_run``, ``fold_adjacent``)
-give exactly what the scalar helpers give, element by element, in every storage format."""
+"""The CPU kernels' vector helpers (``_cpu/_core.py``: ``load_run``, ``store_run``, ``mul_run``, ``fold_adjacent``,
+``recip_run``, ``div_grad_run``) give exactly what the scalar helpers give, element by element, in every storage
+format."""
 
 import math
 
@@ -11,8 +12,9 @@ pytest.importorskip("numba")
 
 from numba import njit  # noqa: E402
 
-from mpgraph.ops._cpu._core import (fold_adjacent, kernel_view, load, load_run, mul_run, stack_acc, store,  # noqa: E402
-                                    store_run)
+from mpgraph.ops._cpu._core import (div_grad_run, fold_adjacent, kernel_view, load, load_run,  # noqa: E402
+                                    mul_run, recip_run, stack_acc, store, store_run)
+from mpgraph.ops._cpu.scatter import _div_grad  # noqa: E402
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
 DTYPE_IDS = ["f64", "f32", "f16", "bf16"]
@@ -129,3 +131,38 @@ def test_mul_run_multiplies_each_lane():
     _muls(a, b, np.float32(-3.0), s1, s2)
     assert np.array_equal(s1, a * np.float32(-3.0))
     assert np.array_equal(s2, a * b + a * a, equal_nan=True)
+
+
+@njit(error_model="numpy")      # as the kernels: a division by zero gives inf/NaN
+def _divisions(s, w, vec_recip, vec_grad, scalar_recip, scalar_grad, one, zero):
+    rs, rw, rr, rg = stack_acc(s, 8), stack_acc(s, 8), stack_acc(s, 8), stack_acc(s, 8)
+    for b in range(0, s.size, 8):
+        for i in range(8):
+            rs[i] = s[b + i]
+            rw[i] = w[b + i]
+        recip_run(rr, rw, one, 8)
+        div_grad_run(rg, rs, rw, 8)
+        for i in range(8):
+            vec_recip[b + i] = rr[i]
+            vec_grad[b + i] = rg[i]
+            scalar_recip[b + i] = one / w[b + i]
+            scalar_grad[b + i] = _div_grad(s[b + i], w[b + i], zero)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_recip_and_div_grad_runs_give_the_scalar_bits(dtype):
+    # u_div_e's edge gradient -s / w^2, 0 where s == 0 and w^2 is not positive (a zero, NaN or underflowing
+    # weight): every pairing of sums and weights among zeros of both signs, infinities, NaN, subnormals, weights
+    # whose square underflows or overflows, and ordinary values, against the scalar helper bit for bit
+    tiny = np.finfo(dtype).tiny
+    big = np.finfo(dtype).max / 4                 # its square overflows
+    vals = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, tiny, tiny / 8, 1e-30, 3e38, big, 7.0, -1e-3,
+                     0.125, 5e-324 if dtype == np.float64 else 1e-45], dtype)
+    s, w = [a.ravel().copy() for a in np.meshgrid(vals, vals)]
+    out = [np.empty_like(s) for _ in range(4)]
+    _divisions(s, w, *out, dtype(1), dtype(0))
+    bits = np.int32 if dtype == np.float32 else np.int64
+    for vec, scalar in ((out[0], out[2]), (out[1], out[3])):
+        same = (vec.view(bits) == scalar.view(bits)) | (np.isnan(vec) & np.isnan(scalar))
+        assert same.all(), (s[~same], w[~same], vec[~same], scalar[~same])
+    assert (out[1][(s == 0) & (w == 0)] == 0).all()             # an edge that won nothing: 0, not NaN

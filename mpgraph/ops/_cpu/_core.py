@@ -817,6 +817,68 @@ def mul_run(typingctx, dst, a, b, m):
     return sig, codegen
 
 
+def _run_arrays(arrays, m):
+    """Whether ``arrays`` are accumulator-type (float32 or float64) stack arrays of one dtype and ``m`` a positive
+    compile-time constant: the operands of the run intrinsics below."""
+    return (all(isinstance(a, types.Array) and a.dtype == arrays[0].dtype for a in arrays)
+            and arrays[0].dtype in (types.float32, types.float64)
+            and isinstance(m, types.IntegerLiteral) and m.literal_value > 0)
+
+
+def _splat(builder, vty, value):
+    """A vector of type ``vty`` with ``value`` in every lane."""
+    v = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), vty.count), [0] * vty.count))
+
+
+@intrinsic
+def recip_run(typingctx, dst, a, one, m):
+    """``dst[:m] = one / a[:m]``, one vector division (IEEE, as the scalar ``/``) over accumulator-type stack arrays
+    (``m`` a compile-time constant; ``one`` a scalar of their dtype). Written as a loop of ``m`` scalar divisions
+    beside the vectors of the max/min product backward's folded heads, LLVM kept them scalar: eight ``vdivss``
+    per edge with 8 heads (forty-seventh session)."""
+    if not (_run_arrays((dst, a), m) and one == dst.dtype):
+        return None
+    n = m.literal_value
+    sig = types.void(dst, a, one, m)
+
+    def codegen(context, builder, sig, args):
+        vty = ir.VectorType(context.get_data_type(sig.args[0].dtype), n)
+        dst_ptr, size = _vector_ptr(context, builder, sig.args[0], args[0], n)
+        va = builder.load(_vector_ptr(context, builder, sig.args[1], args[1], n)[0], align=size)
+        builder.store(builder.fdiv(_splat(builder, vty, args[2]), va), dst_ptr, align=size)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def div_grad_run(typingctx, dst, s, w, m):
+    """``dst[i] = 0 if s[i] == 0 and not w[i]**2 > 0 else (0 - s[i]) / w[i]**2`` for ``i < m``, in vectors over
+    accumulator-type stack arrays (``m`` a compile-time constant): ``u_div_e``'s edge gradient from the sums ``s``
+    of ``G * x`` over the columns each head won and the weights ``w`` (``scatter._div_grad``, one value at a time,
+    bit for bit the same: IEEE products and division, no fast-math flags)."""
+    if not _run_arrays((dst, s, w), m):
+        return None
+    n = m.literal_value
+    sig = types.void(dst, s, w, m)
+
+    def codegen(context, builder, sig, args):
+        vty = ir.VectorType(context.get_data_type(sig.args[0].dtype), n)
+        dst_ptr, size = _vector_ptr(context, builder, sig.args[0], args[0], n)
+        vs = builder.load(_vector_ptr(context, builder, sig.args[1], args[1], n)[0], align=size)
+        vw = builder.load(_vector_ptr(context, builder, sig.args[2], args[2], n)[0], align=size)
+        zero = ir.Constant(vty, [0.0] * n)
+        w2 = builder.fmul(vw, vw)
+        quotient = builder.fdiv(builder.fsub(zero, vs), w2)
+        # 0 where the edge won nothing (s == 0) and w**2 is not a positive number (0, NaN, an underflow)
+        keep_zero = builder.and_(builder.fcmp_ordered("==", vs, zero), builder.fcmp_unordered("<=", w2, zero))
+        builder.store(builder.select(keep_zero, zero, quotient), dst_ptr, align=size)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 def line_elems(arr):
     """Compile-time constant: elements of ``arr`` per 64-byte cache line."""
     raise TypeError("a Numba intrinsic: it runs only inside @njit kernels, not from Python")

@@ -40,9 +40,9 @@ from numba.extending import overload
 
 from ...precision import accum_dtype
 from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds,
-                    edge_of, empty_out, fold_adjacent, index_view, kernel_view, line_elems, load, load_run,
-                    num_threads, prefetch, raw_get, raw_set, run_parallel, select, stack_acc, store, store_copied,
-                    store_run, to_acc)
+                    div_grad_run, edge_of, empty_out, fold_adjacent, index_view, kernel_view, line_elems, load,
+                    load_run, num_threads, prefetch, raw_get, raw_set, recip_run, run_parallel, select, stack_acc,
+                    store, store_copied, store_run, to_acc)
 from ._layout import check_float, check_index, check_out_dtype
 
 __all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH", "EDGE_OPS"]
@@ -295,8 +295,11 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
         elif SEG > 0 and TREE:              # (compile-time) W // SEG heads, the row's products as vectors
             ob = raw_get(eid, k) * NH
             load_run(other, ob, bv, NH)     # the edge's head values, one vector load
-            for i in range(NH):             # div: the reciprocals in a loop of their own
-                rv[i] = bv[i] if factor == 1 else one / bv[i]
+            if factor == 1:
+                for i in range(NH):
+                    rv[i] = bv[i]
+            else:                           # div: the reciprocals as one vector division
+                recip_run(rv, bv, one, NH)
             for j in range(W):              # each head's factor spread over its SEG columns
                 bx[j] = rv[j // SEG]
             for j in range(W):
@@ -310,8 +313,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                 if factor == 1:
                     store_run(gw, ob, tv, NH)
                 else:                       # -sum / w^2 of all heads as one vector, then stored
-                    for i in range(NH):
-                        dv[i] = _div_grad(tv[i], bv[i], zero)
+                    div_grad_run(dv, tv, bv, NH)
                     store_run(gw, ob, dv, NH)
         elif SEG > 0:                       # W // SEG heads, both compile-time constants
             ob = raw_get(eid, k) * NH
