@@ -831,6 +831,20 @@ def _splat(builder, vty, value):
     return builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), vty.count), [0] * vty.count))
 
 
+def _lanewise(n, compute):
+    """Code generation of a run intrinsic ``f(dst, operands..., m)``: ``dst[:n] = compute(builder, vty, *values)``,
+    the values being each array operand's first ``n`` elements as one vector load and each scalar as it is."""
+    def codegen(context, builder, sig, args):
+        vty = ir.VectorType(context.get_data_type(sig.args[0].dtype), n)
+        dst_ptr, size = _vector_ptr(context, builder, sig.args[0], args[0], n)
+        values = [builder.load(_vector_ptr(context, builder, t, a, n)[0], align=size) if isinstance(t, types.Array)
+                  else a for t, a in zip(sig.args[1:-1], args[1:-1])]
+        builder.store(compute(builder, vty, *values), dst_ptr, align=size)
+        return context.get_dummy_value()
+
+    return codegen
+
+
 @intrinsic
 def recip_run(typingctx, dst, a, one, m):
     """``dst[:m] = one / a[:m]``, one vector division (IEEE, as the scalar ``/``) over accumulator-type stack arrays
@@ -839,17 +853,18 @@ def recip_run(typingctx, dst, a, one, m):
     per edge with 8 heads (forty-seventh session)."""
     if not (_run_arrays((dst, a), m) and one == dst.dtype):
         return None
-    n = m.literal_value
-    sig = types.void(dst, a, one, m)
+    return types.void(dst, a, one, m), _lanewise(m.literal_value,
+                                                 lambda b, vty, va, one: b.fdiv(_splat(b, vty, one), va))
 
-    def codegen(context, builder, sig, args):
-        vty = ir.VectorType(context.get_data_type(sig.args[0].dtype), n)
-        dst_ptr, size = _vector_ptr(context, builder, sig.args[0], args[0], n)
-        va = builder.load(_vector_ptr(context, builder, sig.args[1], args[1], n)[0], align=size)
-        builder.store(builder.fdiv(_splat(builder, vty, args[2]), va), dst_ptr, align=size)
-        return context.get_dummy_value()
 
-    return sig, codegen
+def _div_grad_lanes(builder, vty, s, w):
+    """:func:`div_grad_run`'s lanes: ``0 - s`` over ``w * w``, or 0 where the edge won nothing (``s == 0``) and
+    ``w * w`` is not a positive number (0, NaN, an underflow)."""
+    zero = ir.Constant(vty, [0.0] * vty.count)
+    w2 = builder.fmul(w, w)
+    quotient = builder.fdiv(builder.fsub(zero, s), w2)
+    keep_zero = builder.and_(builder.fcmp_ordered("==", s, zero), builder.fcmp_unordered("<=", w2, zero))
+    return builder.select(keep_zero, zero, quotient)
 
 
 @intrinsic
@@ -860,23 +875,7 @@ def div_grad_run(typingctx, dst, s, w, m):
     bit for bit the same: IEEE products and division, no fast-math flags)."""
     if not _run_arrays((dst, s, w), m):
         return None
-    n = m.literal_value
-    sig = types.void(dst, s, w, m)
-
-    def codegen(context, builder, sig, args):
-        vty = ir.VectorType(context.get_data_type(sig.args[0].dtype), n)
-        dst_ptr, size = _vector_ptr(context, builder, sig.args[0], args[0], n)
-        vs = builder.load(_vector_ptr(context, builder, sig.args[1], args[1], n)[0], align=size)
-        vw = builder.load(_vector_ptr(context, builder, sig.args[2], args[2], n)[0], align=size)
-        zero = ir.Constant(vty, [0.0] * n)
-        w2 = builder.fmul(vw, vw)
-        quotient = builder.fdiv(builder.fsub(zero, vs), w2)
-        # 0 where the edge won nothing (s == 0) and w**2 is not a positive number (0, NaN, an underflow)
-        keep_zero = builder.and_(builder.fcmp_ordered("==", vs, zero), builder.fcmp_unordered("<=", w2, zero))
-        builder.store(builder.select(keep_zero, zero, quotient), dst_ptr, align=size)
-        return context.get_dummy_value()
-
-    return sig, codegen
+    return types.void(dst, s, w, m), _lanewise(m.literal_value, _div_grad_lanes)
 
 
 def line_elems(arr):
