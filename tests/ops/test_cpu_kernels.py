@@ -1696,7 +1696,8 @@ def test_split_slot_winners_give_the_int16_gradients(dtype, op, F, H):
     fast-math may reorder a product's sums; any thread count."""
     from mpgraph.ops._cpu._backend import _csr_slots
     from mpgraph.ops._cpu.scatter import edge_winners, gather_winners
-    from mpgraph.ops._reference import joined_slots
+    from mpgraph.ops._cpu.spmm import hub_in_edges
+    from mpgraph.ops._reference import joined_slots, split_hub_rows
 
     src, dst, N = split_hub_graph(seed=F + H)
     index = Index.from_coo(src, dst, N, N)
@@ -1712,6 +1713,11 @@ def test_split_slot_winners_give_the_int16_gradients(dtype, op, F, H):
     out16, win16, _ = K.gspmm(fop, "max", indptr_c, indices_c, eid_c, *operands, need_arg="slots")
     out8, win8, none = K.gspmm(fop, "max", indptr_c, indices_c, eid_c, *operands, need_arg="slots",
                                split_slots=True)
+    # the hub rows and their in-edges as the CPU backend caches them per graph: the same result
+    hubs = split_hub_rows(indptr_c)
+    cached = K.gspmm(fop, "max", indptr_c, indices_c, eid_c, *operands, need_arg="slots", split_slots=True,
+                     hub_rows=hubs, hub_edges=hub_in_edges(indptr_c, indices_c, eid_c, hubs))
+    assert torch.equal(cached[0], out8) and torch.equal(cached[1], win8)
     win16, win8 = win16.reshape(-1, F), win8.reshape(-1, F)
     assert win16.dtype == torch.int16 and none is None and torch.equal(out8, out16)
     assert win8.dtype == torch.uint8 and win8.shape == (N + 4, F)

@@ -107,7 +107,7 @@ def spmm(index, op, reduce, lhs, rhs, bcast, out_dtype, need_arg=True):
                               _nd(lhs, bcast.lhs_shape) if op != "copy_rhs" else None,
                               _nd(rhs, bcast.rhs_shape) if op != "copy_lhs" else None,
                               out_dtype=out_dtype, need_arg=need_arg, max_row=longest, split_slots=True,
-                              hub_rows=hubs)
+                              hub_rows=hubs, hub_edges=None if hubs is None else _hub_edges(index))
     N_dst, F = index.num_dst, bcast.F
     arg_u = None if arg_u is None else arg_u.view(-1, F)    # split slots have rows past N_dst
     arg_e = None if arg_e is None else arg_e.view(N_dst, F)
@@ -193,6 +193,14 @@ def _hub_rows(index):
     from .._reference import split_hub_rows
 
     return index.cached("cpu.hub_rows", lambda: split_hub_rows(index.csc()[0]))
+
+
+def _hub_edges(index):
+    """:func:`.spmm.hub_in_edges` of :func:`_hub_rows` over ``index.csc()``, cached: the split slots' second pass
+    runs over them on every max/min forward."""
+    from .spmm import hub_in_edges
+
+    return index.cached("cpu.hub_edges", lambda: hub_in_edges(*_csc(index), _hub_rows(index)))
 
 
 def _hub_row(index, winners):
