@@ -182,11 +182,11 @@ def test_fast_path_matches_reference(backend, case, dtype):
         pytest.skip(f"backend {backend!r} takes none of these calls on this machine")
 
 
-# the backward kernels' edge-operand layouts: one value per edge (several widths), narrow heads (8 of 8: the max/min
-# backward's folded heads, whose -s / w^2 is one vector) and wide heads, a block broadcast without the heads'
-# specialisation, elementwise
-ZERO_DIV_SHAPES = [((3,), (1,)), ((8,), ()), ((130,), (1,)), ((4, 8), (4, 1)), ((8, 8), (8, 1)), ((2, 64), (2, 1)),
-                   ((3, 5), (3, 1)), ((2, 3), (1, 3)), ((8,), (8,))]
+# the backward kernels' edge-operand layouts: one value per edge (several widths), narrow heads (8 of 8 and 32 of 2:
+# the max/min backward's folded and per-head sums, whose -s / w^2 is one vector) and wide heads, a block broadcast
+# without the heads' specialisation, elementwise
+ZERO_DIV_SHAPES = [((3,), (1,)), ((8,), ()), ((130,), (1,)), ((4, 8), (4, 1)), ((8, 8), (8, 1)), ((32, 2), (32, 1)),
+                   ((2, 64), (2, 1)), ((3, 5), (3, 1)), ((2, 3), (1, 3)), ((8,), (8,))]
 
 
 @pytest.mark.parametrize("lshape,rshape", ZERO_DIV_SHAPES, ids=[f"{a}-{b}" for a, b in ZERO_DIV_SHAPES])

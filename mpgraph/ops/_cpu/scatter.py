@@ -319,9 +319,8 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
             ob = raw_get(eid, k) * NH
             for i in range(NH):
                 bv[i] = to_acc(gx, load(other, ob + i))
-            if VDIV and factor == 2:        # (compile-time) the reciprocals in a loop of their own
-                for i in range(NH):
-                    rv[i] = one / bv[i]
+            if VDIV and factor == 2:        # (compile-time) the reciprocals as one vector division
+                recip_run(rv, bv, one, NH)
             for j in range(W):
                 g = to_acc(gx, load(G, b + j))
                 if VDIV and factor == 2:
@@ -341,8 +340,7 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                     for i in range(NH):
                         dv[i] += tv[i * SEG + d]
                 if VDIV and factor == 2:    # -sum / w^2 of all heads as one vector, then stored
-                    for i in range(NH):
-                        dv[i] = _div_grad(dv[i], bv[i], zero)
+                    div_grad_run(dv, dv, bv, NH)
                     for i in range(NH):
                         store(gw, ob + i, dv[i])
                 else:
@@ -449,9 +447,10 @@ GATHER_TREE_SEGS = (4, 8, 16, 32)
 GATHER_TREE_WIDTH = 64
 
 
-#: head widths whose per-head sums (heads not folded, :func:`_gather_tree`) take ``u_div_e``'s reciprocals in a
-#: loop of their own and its ``-s / w^2`` for all heads as one vector, and widen the source's row of ``x`` once
-#: per row (:func:`_make_gather_rows` with ``VDIV``). Measured as :data:`GATHER_TREE_SEGS` (one round, medians
+#: head widths whose per-head sums (heads not folded, :func:`_gather_tree`) take ``u_div_e``'s reciprocals and its
+#: ``-s / w^2`` for all heads as one vector each (:func:`._core.recip_run`, :func:`._core.div_grad_run`: as loops,
+#: LLVM left 32 scalar divisions per edge with 32 heads, forty-seventh session), and widen the source's row of ``x``
+#: once per row (:func:`_make_gather_rows` with ``VDIV``). Measured as :data:`GATHER_TREE_SEGS` (one round, medians
 #: of 11 alternating calls, against the same loop without): ``u_div_e`` max with 32 heads of 4 on 128 columns
 #: 0.72-0.74x, 32 heads of 2 on 64 0.68-0.76x; ``u_mul_e`` 0.94-0.99x. Wider heads (8-32 columns on 128) took
 #: 0.93-1.09x, so they keep the per-column divisions.
