@@ -4,7 +4,10 @@ Runs on this machine are noisy enough (10-20 % between processes) to hide a chan
 imports both versions into one process: the other commit's ``mpgraph`` package is extracted with ``git
 archive`` into a temporary directory as ``mpgraph_old`` (its imports inside the package are relative), and
 the two ``gspmm`` run round-robin on the same inputs, after a check that their results are equal bit for
-bit. Each package keeps its own kernel cache and buffer cache. One line per op and dtype.
+bit. Each package keeps its own kernel cache and buffer cache. One line per op and dtype. Up to eeeb74e the
+dispatch loaded its backends by absolute name, so an old package's public ops ran this checkout's kernels and
+``--autograd`` compared the checkout with itself; the old copy's names are now rewritten, and the run stops if
+either package dispatches to kernels outside itself.
 
 ``--heads`` times the fused ``u_mul_e``/``u_div_e`` sum backward (``_cpu/spmm_backward.mul_sum_backward``, on the
 reversed structure, edge ids and their inverse as the CPU backend passes them) instead, for each ``HxD`` shape
