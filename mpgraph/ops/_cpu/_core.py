@@ -781,42 +781,6 @@ def store_run(typingctx, arr, idx, run, m):
     return sig, codegen
 
 
-@intrinsic
-def mul_run(typingctx, dst, a, b, m):
-    """``dst[:m] = a[:m] * b`` (``b`` a scalar) or ``a[:m] * b[:m]`` (``b`` an array), one vector multiply over
-    accumulator-type stack arrays (``m`` a compile-time constant). LLVM left these few products scalar, with
-    extracts and inserts around each, when written as loops beside :func:`fold_adjacent`'s vectors."""
-    if not (isinstance(dst, types.Array) and isinstance(a, types.Array) and dst.dtype == a.dtype
-            and dst.dtype in (types.float32, types.float64) and isinstance(m, types.IntegerLiteral)
-            and m.literal_value > 0):
-        return None
-    if isinstance(b, types.Array):
-        if b.dtype != dst.dtype:
-            return None
-    elif b != dst.dtype:
-        return None
-    n = m.literal_value
-    sig = types.void(dst, a, b, m)
-
-    def codegen(context, builder, sig, args):
-        vty = ir.VectorType(context.get_data_type(sig.args[0].dtype), n)
-
-        def vec(i):
-            return _vector_ptr(context, builder, sig.args[i], args[i], n)
-
-        dst_ptr, size = vec(0)
-        va = builder.load(vec(1)[0], align=size)
-        if isinstance(sig.args[2], types.Array):
-            vb = builder.load(vec(2)[0], align=size)
-        else:
-            vb = builder.insert_element(ir.Constant(vty, ir.Undefined), args[2], ir.Constant(ir.IntType(32), 0))
-            vb = builder.shuffle_vector(vb, vb, ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n))
-        builder.store(builder.fmul(va, vb, flags=("reassoc", "contract")), dst_ptr, align=size)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 def _run_arrays(arrays, m):
     """Whether ``arrays`` are accumulator-type (float32 or float64) stack arrays of one dtype and ``m`` a positive
     compile-time constant: the operands of the run intrinsics below."""
@@ -843,6 +807,19 @@ def _lanewise(n, compute):
         return context.get_dummy_value()
 
     return codegen
+
+
+@intrinsic
+def mul_run(typingctx, dst, a, b, m):
+    """``dst[:m] = a[:m] * b`` (``b`` a scalar) or ``a[:m] * b[:m]`` (``b`` an array), one vector multiply over
+    accumulator-type stack arrays (``m`` a compile-time constant). LLVM left these few products scalar, with
+    extracts and inserts around each, when written as loops beside :func:`fold_adjacent`'s vectors."""
+    run = isinstance(b, types.Array)
+    if not (_run_arrays((dst, a, b) if run else (dst, a), m) and (run or b == dst.dtype)):
+        return None
+    return types.void(dst, a, b, m), _lanewise(
+        m.literal_value,
+        lambda bld, vty, va, vb: bld.fmul(va, vb if run else _splat(bld, vty, vb), flags=("reassoc", "contract")))
 
 
 @intrinsic
