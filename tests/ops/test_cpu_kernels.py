@@ -19,6 +19,7 @@ from tolerances import assert_close  # noqa: E402
 
 from mpgraph._index import Index  # noqa: E402
 from mpgraph.ops import _cpu as K  # noqa: E402
+from mpgraph.ops._cpu._layout import RHS_BLOCK, SAME  # noqa: E402
 
 F64, F32, F16, BF16 = torch.float64, torch.float32, torch.float16, torch.bfloat16
 DTYPES = [F64, F32, F16, BF16]
@@ -693,6 +694,49 @@ def test_sddmm_dot_register_rows(dtype):
     assert S.dot_key((3, 32), (3, 32), one, one) is None
     assert S.dot_key((8, 8), (8, 8), one, one.to(BF16)) is None
     assert S.dot_key((64,), (64,), one, one) is None and S.dot_key((1, 128), (1, 128), one, one) is None  # one head
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_sddmm_streaming_rows_give_the_general_bodys_bits(dtype):
+    """An elementwise op on operands of one feature shape of 16-256 elements, written with streaming stores
+    (``nontemporal=True``; by default only results beyond the L3 take them): the general edge body's bits
+    (inf/NaN from zero divisors included) and the float64 formula, for every target pair, edge ids out of order,
+    a narrower or wider operand dtype and a wider ``out_dtype``; rows that do not fill whole lines keep the
+    general body."""
+    from mpgraph.ops._cpu import sddmm as S
+
+    src, dst, n_src, n_dst, (indptr, indices, eid) = csc("power_law", shuffle=True)
+    rows = {"u": n_src, "v": n_dst, "e": src.numel()}
+    other = F32 if dtype != F32 else BF16
+    for i, (shape, op, (lt, rt)) in enumerate(zip([(64,), (4, 8), (128,), (16,), (2, 128), (8, 4), (64,)],
+                                                  ["add", "sub", "mul", "div", "mul", "div", "add"],
+                                                  [("u", "v"), ("e", "u"), ("v", "e"), ("u", "e"), ("u", "v"),
+                                                   ("v", "u"), ("e", "e")])):
+        lhs64 = rand((rows[lt],) + shape, dtype, 5 + i)
+        rhs64 = rand((rows[rt],) + shape, other if i % 2 else dtype, 6 + i)
+        if op == "div":
+            rhs64.view(-1)[::7] = 0.0
+        lhs, rhs = lhs64.to(dtype), rhs64.to(other if i % 2 else dtype)
+        general = K.gsddmm(op, indptr, indices, eid, lhs, rhs, lt, rt, nontemporal=False)
+        streamed = K.gsddmm(op, indptr, indices, eid, lhs, rhs, lt, rt, nontemporal=True)
+        W = math.prod(shape)
+        assert S.streaming_width(op, shape, shape, SAME, streamed, None, True) == (
+            W if (W * streamed.element_size()) % 64 == 0 else 0)
+        assert streamed.dtype == general.dtype and torch.equal(streamed.isnan(), general.isnan())
+        assert torch.equal(streamed.nan_to_num(), general.nan_to_num()), (shape, op, lt, rt)
+        finite = streamed.isfinite()
+        assert_close(streamed[finite], ref_sddmm(op, src, dst, lhs64, rhs64, lt, rt)[finite], streamed.dtype)
+        if dtype != F64:
+            wide = K.gsddmm(op, indptr, indices, eid, lhs, rhs, lt, rt, out_dtype=F64, nontemporal=True)
+            assert torch.equal(wide.nan_to_num(), K.gsddmm(op, indptr, indices, eid, lhs, rhs, lt, rt, out_dtype=F64,
+                                                           nontemporal=False).nan_to_num())
+    # broadcasts, copies, dot and the u_div_e edge gradient keep their kernels
+    out = torch.empty(4, 64)
+    assert S.streaming_width("mul", (64,), (1,), RHS_BLOCK, out, None, True) == 0
+    assert S.streaming_width("copy_lhs", (64,), (64,), SAME, out, None, True) == 0
+    assert S.streaming_width("mul", (64,), (64,), SAME, out, out, True) == 0
+    assert S.streaming_width("mul", (64,), (64,), SAME, out, None, True) == 64
+    assert S.streaming_width("mul", (64,), (64,), SAME, out.double(), None, True, (out, out.double())) == 0
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
@@ -1371,6 +1415,12 @@ def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in
     # element's winner; gathered as a copy, those terms give the node gradient bit for bit
     edge2, picked = edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, rhs=w, picked=True)
     assert torch.equal(edge2, got[0][1]) and picked.dtype == (F64 if dtype == F64 else F32)
+    # rows of 64 that fill whole lines may go out as streaming stores (by default only beyond the L3): same bits
+    streamed = edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, rhs=w, picked=True,
+                            nontemporal=True)
+    assert torch.equal(streamed[0], edge2) and torch.equal(streamed[1], picked)
+    assert torch.equal(edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x,
+                                    rhs=w if op == "div" else None, nontemporal=True), got[0][1])
     deg = indptr_c[1:] - indptr_c[:-1]
     has = (winners.long() >= 0) & (winners.long() < deg[:, None])     # no slot: 255 (uint8) or -1 (int16)
     at = eid_c[(indptr_c[:-1, None] + winners.long()).clamp(0, E - 1)]

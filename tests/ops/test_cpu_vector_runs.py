@@ -1,6 +1,6 @@
-"""The CPU kernels' vector helpers (``_cpu/_core.py``: ``load_run``, ``store_run``, ``mul_run``, ``fold_adjacent``,
-``recip_run``, ``div_grad_run``) give exactly what the scalar helpers give, element by element, in every storage
-format."""
+"""The CPU kernels' vector helpers (``_cpu/_core.py``: ``load_run``, ``store_run``, ``store_run_nt``, ``mul_run``,
+``fold_adjacent``, ``recip_run``, ``div_grad_run``) give exactly what the scalar helpers give, element by element, in
+every storage format."""
 
 import math
 
@@ -11,9 +11,11 @@ import torch
 pytest.importorskip("numba")
 
 from numba import njit  # noqa: E402
+from numba.core.errors import TypingError  # noqa: E402
 
-from mpgraph.ops._cpu._core import (div_grad_run, fold_adjacent, kernel_view, load, load_run,  # noqa: E402
-                                    mul_run, recip_run, stack_acc, store, store_run)
+from mpgraph.ops._cpu._core import (NT_ALIGN, div_grad_run, fold_adjacent, kernel_view, load,  # noqa: E402
+                                    load_run, mul_run, recip_run, stack_acc, store, store_fence, store_run,
+                                    store_run_nt, streams)
 from mpgraph.ops._cpu.scatter import _div_grad  # noqa: E402
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
@@ -68,6 +70,54 @@ def test_store_run_rounds_as_store(dtype, wide):
     expected = acc.to(torch.float32 if dtype != torch.float64 else dtype).to(dtype)
     same = (vec == expected) | (vec.isnan() & expected.isnan())
     assert bool(same.all()), acc[~same]
+
+
+@njit
+def _store_streaming(acc, vec_out, plain_out):
+    run = stack_acc(acc, 32)
+    for b in range(0, acc.size, 32):
+        for i in range(32):
+            run[i] = acc[b + i]
+        store_run_nt(vec_out, b, run, 32)
+        store_run(plain_out, b, run, 32)
+    store_fence()
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["acc", "f64run"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_store_run_nt_stores_the_bits_of_store_run(dtype, wide):
+    # runs of 32 fill whole lines in every format (64 bytes of 16-bit values, 256 of float64) from aligned starts
+    acc = _specials(dtype).to(torch.float64 if dtype == torch.float64 or wide else torch.float32)
+    vec, plain = torch.empty(acc.numel(), dtype=dtype), torch.empty(acc.numel(), dtype=dtype)
+    assert vec.data_ptr() % NT_ALIGN == 0
+    _store_streaming(acc.numpy(), kernel_view(vec), kernel_view(plain))
+    assert np.array_equal(kernel_view(vec).view(np.uint8), kernel_view(plain).view(np.uint8))
+
+
+def test_store_run_nt_refuses_runs_that_do_not_fill_lines():
+    # 8 float32 values are half a line: a streaming store of them is not compiled
+    @njit
+    def half_line(out):
+        run = stack_acc(out, 8)
+        for i in range(8):
+            run[i] = i
+        store_run_nt(out, 0, run, 8)
+
+    with pytest.raises(TypingError):
+        half_line(np.zeros(16, np.float32))
+
+
+def test_streams_needs_whole_aligned_lines_and_a_result_beyond_the_cache(monkeypatch):
+    from mpgraph.ops._cpu import spmm
+
+    out = torch.empty(1000, 64)
+    assert streams(out, 64, True) and not streams(out, 64, False)
+    assert not streams(out, 8, True)                            # rows of 32 bytes: lines shared by two rows
+    assert not streams(torch.empty(64001)[1:].view(1000, 64), 64, True)    # a start 4 bytes past a line
+    monkeypatch.setattr(spmm, "L3_BYTES", out.numel() * 4)      # auto: only results larger than the L3
+    assert not streams(out, 64)
+    monkeypatch.setattr(spmm, "L3_BYTES", out.numel() * 4 - 1)
+    assert streams(out, 64)
 
 
 @pytest.mark.parametrize("wide", [False, True], ids=["acc", "f64run"])

@@ -290,6 +290,32 @@ def test_weights_in_edge_order_or_slot_order_agree(monkeypatch, H, D, dtype, op)
     assert_close(results[False][1], ew, dtype)
 
 
+@pytest.mark.parametrize("W", [32, 64, 128])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_elementwise_weight_gradients_streamed_or_stored_agree(W, dtype, op):
+    """Elementwise weights (``W`` heads of one column) write their gradient rows with streaming stores where the
+    rows fill whole lines (``nontemporal=True``; by default only gradients beyond the L3): the same bits as plain
+    stores for both gradients, with and without a mean's row scale, and the float64 formula."""
+    pytest.importorskip("numba")
+    from mpgraph.ops._cpu import spmm_backward
+    from mpgraph.ops._cpu._backend import _csc
+
+    index = _index("power_law", torch.int64)
+    indptr, src, eid = _csc(reversed_index(index))
+    G, x, w = _operands(index, W, 1, dtype, seed=W, op=op)
+    args = (indptr, src, eid, G.reshape(-1, W, 1), x.reshape(-1, W, 1), w)
+    scale = torch.rand(index.num_dst, generator=torch.Generator().manual_seed(3)) + 0.5
+    for row_scale in (scale.to(torch.float64 if dtype == torch.float64 else torch.float32), None):
+        plain, streamed = (spmm_backward.mul_sum_backward(*args, divide=op == "div", row_scale=row_scale,
+                                                          nontemporal=nt) for nt in (False, True))
+        assert torch.equal(plain[0], streamed[0]) and torch.equal(plain[1], streamed[1])
+    assert spmm_backward.streams(streamed[1], W, True) == ((W * w.element_size()) % 64 == 0)
+    ex, ew = _expected(index, G, x, w, op)              # of the last pair, without a scale
+    assert_close(streamed[0].reshape(ex.shape), ex, dtype)
+    assert_close(streamed[1], ew, dtype)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("over", [False, True], ids=["cached", "beyond"])
 def test_one_weight_per_edge_moves_to_slot_order_only_beyond_the_threshold(monkeypatch, dtype, over):

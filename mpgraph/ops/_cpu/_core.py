@@ -754,16 +754,8 @@ def load_run(typingctx, arr, idx, run, m):
     return sig, codegen
 
 
-@intrinsic
-def store_run(typingctx, arr, idx, run, m):
-    """``arr[idx:idx + m] = run[:m]``, each value rounded to the array's format as :func:`store` rounds it (once from
-    float32; a float64 run goes through float32, as there), as one vector conversion and store (the counterpart
-    of :func:`load_run`)."""
-    typed = _run_signature(arr, idx, run, m)
-    if typed is None:
-        return None
-    n, sig = typed
-
+def _store_run_codegen(n, nontemporal):
+    """Code generation of :func:`store_run` (``nontemporal``: of :func:`store_run_nt`)."""
     def codegen(context, builder, sig, args):
         aryty, runty = sig.args[0], sig.args[2]
         ptr, size = _vector_ptr(context, builder, runty, args[2], n)
@@ -775,10 +767,73 @@ def store_run(typingctx, arr, idx, run, m):
         elif aryty.dtype == types.uint16:
             v = builder.bitcast(builder.fptrunc(v, ir.VectorType(ir.HalfType(), n)), ir.VectorType(ir.IntType(16), n))
         ptr, size = _vector_ptr(context, builder, aryty, args[0], n, args[1])
-        builder.store(v, ptr, align=size)
+        if nontemporal:     # the caller guarantees the 64-byte alignment (a misaligned vmovntps faults)
+            stored = builder.store(v, ptr, align=NT_ALIGN)
+            stored.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        else:
+            builder.store(v, ptr, align=size)
         return context.get_dummy_value()
 
-    return sig, codegen
+    return codegen
+
+
+@intrinsic
+def store_run(typingctx, arr, idx, run, m):
+    """``arr[idx:idx + m] = run[:m]``, each value rounded to the array's format as :func:`store` rounds it (once from
+    float32; a float64 run goes through float32, as there), as one vector conversion and store (the counterpart
+    of :func:`load_run`)."""
+    typed = _run_signature(arr, idx, run, m)
+    if typed is None:
+        return None
+    n, sig = typed
+    return sig, _store_run_codegen(n, False)
+
+
+#: alignment in bytes :func:`store_run_nt` needs of its destination (a cache line; AVX-512's streaming stores fault
+#: on less)
+NT_ALIGN = 64
+#: row widths (elements) of the kernels that write with :func:`store_run_nt` (``sddmm.streaming_kernel``, the
+#: products' ``scatter.edge_winners``); the fused backward's elementwise weights have their own register widths
+STREAM_WIDTHS = (16, 32, 64, 128, 256)
+
+
+def streams(out, row_elems, nontemporal=None):
+    """Whether a kernel writes ``out``'s rows of ``row_elems`` elements with :func:`store_run_nt`: rows that fill
+    whole cache lines from a :data:`NT_ALIGN`-aligned start and, with ``nontemporal`` None, a result larger than
+    the L3 (``spmm.L3_BYTES``), which the caches could not keep for its reader anyway; True: whenever the rows
+    allow (tests), False: never (comparisons)."""
+    if nontemporal is False or (row_elems * out.element_size()) % NT_ALIGN or out.data_ptr() % NT_ALIGN:
+        return False
+    if nontemporal is None:
+        from .spmm import L3_BYTES
+
+        return out.numel() * out.element_size() > L3_BYTES
+    return True
+
+
+@intrinsic
+def store_run_nt(typingctx, arr, idx, run, m):
+    """:func:`store_run` as a non-temporal (streaming) store: the line goes to memory without being read first
+    and without taking a place in the caches. For results larger than the cache written once at scattered rows
+    (an ``E x F`` gSDDMM result at edge ids), where a plain store first reads each line it writes. The caller
+    guarantees that ``arr``'s address at ``idx`` is a multiple of :data:`NT_ALIGN` and that ``m`` elements fill
+    whole lines, and ends its writes with :func:`store_fence`."""
+    typed = _run_signature(arr, idx, run, m)
+    if typed is None or (m.literal_value * arr.dtype.bitwidth // 8) % NT_ALIGN:
+        return None
+    n, sig = typed
+    return sig, _store_run_codegen(n, True)
+
+
+@intrinsic
+def store_fence(typingctx):
+    """A full memory fence (``mfence`` on x86): the streaming stores before it are visible to other threads
+    before any later memory access of this one. :func:`store_run_nt`'s stores are weakly ordered."""
+    def codegen(context, builder, sig, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
 
 
 def _run_arrays(arrays, m):

@@ -39,10 +39,10 @@ from numba import njit, types
 from numba.extending import overload
 
 from ...precision import accum_dtype
-from ._core import (FLOAT_DTYPES, SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds,
-                    div_grad_run, edge_of, empty_out, fold_adjacent, index_view, kernel_view, line_elems, load,
-                    load_run, num_threads, prefetch, raw_get, raw_set, recip_run, run_parallel, select, stack_acc,
-                    store, store_copied, store_run, to_acc)
+from ._core import (FLOAT_DTYPES, SOURCE_HASH, STREAM_WIDTHS, acc_zero, alloc_acc, atomic_fetch_add, borrow,
+                    cached_njit, chunk_bounds, div_grad_run, edge_of, empty_out, fold_adjacent, index_view, kernel_view,
+                    line_elems, load, load_run, num_threads, prefetch, raw_get, raw_set, recip_run, run_parallel,
+                    select, stack_acc, store, store_copied, store_fence, store_run, store_run_nt, streams, to_acc)
 from ._layout import check_float, check_index, check_out_dtype
 
 __all__ = ["scatter_winners", "pick_winners", "gather_winners", "edge_winners", "GATHER_PREFETCH", "EDGE_OPS"]
@@ -681,18 +681,36 @@ EDGE_OPS = {"copy": (0, False), "neg": (0, True), "mul": (1, False), "div": (2, 
 
 
 @functools.cache
-def _edge_kernel(factor, negate=False, PICK=False, HUBS=False):
+def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0):
     """``PICK`` (a product with ``H == F``): the pass also writes ``pk[v, j]``, ``G[v, j]`` times (divided by)
     the winning edge's ``rhs[e, j]``, in ``pk``'s dtype (the terms :func:`gather_winners` sums for the node).
     ``HUBS``: split slot winners; each in-edge of a hub row (``hub_row[v] >= 0``) also compares the high bytes
-    (:func:`_won`), at a call site of its own."""
+    (:func:`_won`), at a call site of its own. ``NT > 0`` (a product with ``H == F == NT``, compiled in): each
+    edge's gradient row goes out as one streaming store (:func:`._core.store_run_nt`; see :func:`edge_winners`)."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
+    if NT and not factor:
+        raise ValueError(f"streaming stores serve the products' edge gradient (factor 1 or 2), got factor {factor}")
+    ROW = max(NT, 1)
 
     @njit(inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
-    def edge(k, e, b, win, wb, me, hub, hb, hi, F, H, G, ge, src, lhs, rhs, pk, zero, pzero):
+    def edge(k, e, b, win, wb, me, hub, hb, hi, F, H, G, ge, src, lhs, rhs, pk, zero, pzero, row):
         """In-edge ``k`` (edge ``e``) of the row whose ``G`` starts at ``b``: its gradient row, ``G`` (times its
         factor) where it won (:func:`_won`), else 0."""
-        if H != F:                      # block broadcast: each of the H values sums B columns
+        if NT:                          # (compile-time) a product of NT columns: the row, then one streaming store
+            ub = raw_get(src, k) * NT
+            for j in range(NT):
+                won = _won(win, wb, j, me, hub, hb, hi)
+                m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
+                if factor == 2:
+                    r = to_acc(ge, load(rhs, e * NT + j))
+                    m = -m / (r * r)
+                row[j] = select(won, m, zero)
+                if PICK:
+                    gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * NT + j))
+                    t = gp * rv if factor == 1 else gp / rv
+                    raw_set(pk, b + j, raw_get(pk, b + j) + select(won, t, pzero))
+            store_run_nt(ge, e * NT, row, NT)
+        elif H != F:                    # block broadcast: each of the H values sums B columns
             B = F // H
             ub = raw_get(src, k) * F if factor != 0 else 0
             for h in range(H):
@@ -738,6 +756,7 @@ def _edge_kernel(factor, negate=False, PICK=False, HUBS=False):
         use_eid = eid.size > 0
         zero = acc_zero(ge)
         pzero = acc_zero(pk)
+        row = stack_acc(ge, ROW)            # NT: the edge's gradient row
         x_line, r_line = line_elems(lhs), line_elems(rhs)
         E_end = raw_get(indptr, indptr.size - 1)
         c = atomic_fetch_add(counter, 0, 1)
@@ -762,16 +781,18 @@ def _edge_kernel(factor, negate=False, PICK=False, HUBS=False):
                                 prefetch(rhs, rp + t)
                     if HUBS and hr >= 0:                    # a hub row: its two rows of bytes
                         edge(k, e, b, win, (R + 2 * hr) * F, me, True, (R + 2 * hr + 1) * F, (k - k0) >> 8, F, H, G,
-                             ge, src, lhs, rhs, pk, zero, pzero)
+                             ge, src, lhs, rhs, pk, zero, pzero, row)
                     else:
-                        edge(k, e, b, win, b, me, False, 0, 0, F, H, G, ge, src, lhs, rhs, pk, zero, pzero)
+                        edge(k, e, b, win, b, me, False, 0, 0, F, H, G, ge, src, lhs, rhs, pk, zero, pzero, row)
             c = atomic_fetch_add(counter, 0, 1)
+        if NT:      # (compile-time) this thread's streaming stores visible before the pass ends
+            store_fence()
 
     return kernel
 
 
 def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=None, lhs=None, rhs=None,
-                 prefetch_distance=None, cols=None, picked=False, hub_row=None):
+                 prefetch_distance=None, cols=None, picked=False, hub_row=None, nontemporal=None):
     """The edge operand's gradient of max/min from slot winners: ``grad`` where the edge won, else 0.
 
     With ``op='mul'`` the value where the edge won is ``grad * lhs[src]`` (the gradient of ``u_mul_e``
@@ -821,6 +842,10 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     hub_row : Tensor int32 ``(R,)``, optional
         Needed with split slots: ``h`` for the ``h``-th hub row (its slots' bytes are in winner rows ``R + 2h``
         and ``R + 2h + 1``), -1 for the others.
+    nontemporal : bool, optional
+        With ``'mul'``/``'div'`` and ``cols == F`` (:data:`._core.STREAM_WIDTHS` columns): whether the edge
+        gradient's rows, written once each at random edge ids, go out as streaming stores (:func:`._core.streams`):
+        None (default) for a gradient larger than the L3, True whenever the rows allow, False never.
 
     Returns
     -------
@@ -884,7 +909,8 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
-    run_parallel(_edge_kernel(factor, negate, picked, hubs), nthreads, bounds, indptr_np,
+    NT = F if factor and H == F and F in STREAM_WIDTHS and streams(ge, F, nontemporal) else 0
+    run_parallel(_edge_kernel(factor, negate, picked, hubs, NT), nthreads, bounds, indptr_np,
                  index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
                  index_view(src.contiguous() if factor else None),

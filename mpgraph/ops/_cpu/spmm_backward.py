@@ -49,7 +49,8 @@ from numba import njit
 from ...precision import accum_dtype
 from ._core import (SOURCE_HASH, acc_zero, alloc_acc, atomic_fetch_add, borrow, cached_njit, chunk_bounds, edge_of,
                     empty_out, fold_adjacent, index_view, kernel_view, line_elems, load, load_run, mul_run,
-                    num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc, store, store_run, to_acc)
+                    num_threads, prefetch, raw_get, raw_set, run_parallel, stack_acc, store, store_fence, store_run,
+                    store_run_nt, streams, to_acc)
 from ._layout import check_float, check_index
 
 __all__ = ["mul_sum_backward", "PREFETCH_DISTANCE"]
@@ -188,7 +189,7 @@ def _weight_grad(DIV, dot, factor):
 
 
 @functools.cache
-def _make_heads_rows(W, SEG, DIV):
+def _make_heads_rows(W, SEG, DIV, NT=False):
     """Rows of exactly ``W`` features in ``H = W // SEG`` heads of ``SEG``, one weight per edge and head (GAT's
     ``(E, H, 1)``; ``SEG = W`` is one scalar per edge), both compile-time constants. The row's accumulator and
     its widened ``x`` row are stack arrays that LLVM keeps in vector registers (as in the forward's blocked
@@ -205,9 +206,13 @@ def _make_heads_rows(W, SEG, DIV):
     0.47-0.53x the former fold's time, 4 heads of 16 0.53-0.65x, 4 heads of 8 0.65-0.85x (fp16 in an earlier
     round: 0.43-0.75x); shapes that summed each head on its own in slot order 0.38-0.94x (16 heads of 8, 8, 16 and
     32 heads of 4, 16, 32 and 64 heads of 2), and heads of 16 on 32 and 128 features, which took the general row
-    loop, 0.52-0.84x. ``scratch``, ``H_`` and ``D_`` are the shared row signature's, unused here."""
+    loop, 0.52-0.84x. ``NT`` (elementwise weights, ``SEG == 1``, see :func:`._core.streams`): each edge's weight
+    gradient row goes out as one streaming store (:func:`._core.store_run_nt`), and its line is not prefetched.
+    ``scratch``, ``H_`` and ``D_`` are the shared row signature's, unused here."""
     H = W // SEG
     NARROW_H, NARROW_W = (H, W) if 1 < SEG < WIDE_HEAD else (1, 1)     # the products path's stack arrays
+    if NT and SEG != 1:
+        raise ValueError(f"streaming stores serve elementwise weights (SEG = 1) only, got SEG = {SEG}")
 
     @njit(fastmath={"reassoc", "contract"}, error_model="numpy")  # a zero weight of u_div_e gives inf/nan
     def rows(r_begin, r_end, indptr, indices, eid, G, x, w, gx, gw, scratch, scale, H_, D_, pf_dist, pf_lines,
@@ -218,6 +223,7 @@ def _make_heads_rows(W, SEG, DIV):
         wv = stack_acc(gx, NARROW_H)                # [H] the edge's weights (narrow heads only)
         ws = stack_acc(gx, NARROW_H)                # [H] those times the row scale (narrow heads only)
         prod = stack_acc(gx, NARROW_W)              # [W] G * x of the edge, summed per head (narrow heads only)
+        row = stack_acc(gx, W if NT else 1)         # [W] the edge's weight gradient row (streaming stores only)
         zero = acc_zero(gx)
         one = to_acc(gx, 1.0)
         E_end = raw_get(indptr, indptr.size - 1)
@@ -235,7 +241,10 @@ def _make_heads_rows(W, SEG, DIV):
                         prefetch(G, vp + t * pf_step)
                     if use_eid:
                         ep = raw_get(eid, k + pf_dist) * H
-                        if SEG == 1:                # (compile-time) elementwise weights: rows as long as G's
+                        if SEG == 1 and NT:         # (compile-time) their gradient goes around the caches
+                            for t in range(pf_lines):
+                                prefetch(w, ep + t * pf_step)
+                        elif SEG == 1:              # (compile-time) elementwise weights: rows as long as G's
                             for t in range(pf_lines):
                                 _prefetch_edge(w, gw, ep + t * pf_step)
                         else:               # every line of the edge's H weights (two or more from 128 B on)
@@ -247,6 +256,14 @@ def _make_heads_rows(W, SEG, DIV):
                 gb = v * W
                 eb = edge_of(eid, use_eid, k) * H
                 sc = _row_scale(scale, use_scale, v, one)
+                if SEG == 1 and NT:                 # (compile-time) as below, the row out as one streaming store
+                    for j in range(W):
+                        g = to_acc(gx, load(G, gb + j)) * sc
+                        f = _factor(DIV, one, to_acc(gx, load(w, eb + j)))
+                        acc[j] += g * f
+                        row[j] = _weight_grad(DIV, g * xr[j], f)
+                    store_run_nt(gw, eb, row, W)
+                    continue
                 if SEG == 1:                        # (compile-time) elementwise weights (E, W): no dots
                     for j in range(W):
                         g = to_acc(gx, load(G, gb + j)) * sc
@@ -353,15 +370,15 @@ def _kernel_key(H, D):
 
 
 @functools.cache
-def _kernel(W, SEG=0, DIV=False):
+def _kernel(W, SEG=0, DIV=False, NT=False):
     """The compiled kernel of a :func:`_kernel_key`: the general row loop when ``W = 0``, else
-    :func:`_make_heads_rows` of ``(W, SEG)``; ``DIV`` compiles ``u_div_e``'s gradients instead of ``u_mul_e``'s.
-    Both row functions share one signature."""
+    :func:`_make_heads_rows` of ``(W, SEG)``; ``DIV`` compiles ``u_div_e``'s gradients instead of ``u_mul_e``'s,
+    ``NT`` streaming stores of elementwise weights' gradient rows. Both row functions share one signature."""
     if not (W == 0 or (SEG and W % SEG == 0)):
         raise ValueError(f"expected a _kernel_key (W, SEG) with SEG dividing W, got {(W, SEG)}")
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
     general = W == 0
-    block_rows = _make_general_rows(DIV) if general else _make_heads_rows(W, SEG, DIV)
+    block_rows = _make_general_rows(DIV) if general else _make_heads_rows(W, SEG, DIV, NT)
 
     @cached_njit(nogil=True)
     def kernel(counter, bounds, indptr, indices, eid, G, x, w, gx, gw, scale, H, D, pf_dist, pf_lines, pf_step):
@@ -376,6 +393,8 @@ def _kernel(W, SEG=0, DIV=False):
             block_rows(raw_get(bounds, c), raw_get(bounds, c + 1), indptr, indices, eid, G, x, w, gx, gw, acc, scale,
                        H, D, pf_dist, pf_lines, pf_step)
             c = atomic_fetch_add(counter, 0, 1)
+        if NT:      # (compile-time) this thread's streaming stores visible before the pass ends
+            store_fence()
 
     return kernel
 
@@ -425,7 +444,7 @@ def _permute(t, perm, gather, out=None):
 
 
 def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=None, eid_inverse=None,
-                     prefetch_distance=None):
+                     prefetch_distance=None, nontemporal=None):
     """Both gradients of ``out = u_mul_e_sum(x, w)`` (or ``u_div_e_sum`` with ``divide``) in one pass over the
     reversed structure.
 
@@ -461,6 +480,10 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=N
         structure.
     prefetch_distance : int, optional
         Software prefetch distance in edges (0 disables); default :data:`PREFETCH_DISTANCE`.
+    nontemporal : bool, optional
+        Elementwise weights (``D == 1``) in a register kernel: whether their gradient rows go out as streaming
+        stores (:func:`._core.streams`): None (default) for a gradient larger than the L3, True whenever the
+        rows allow, False never.
 
     Returns
     -------
@@ -526,7 +549,8 @@ def mul_sum_backward(indptr, indices, eid, G, x, w, *, divide=False, row_scale=N
     pf = PREFETCH_DISTANCE if prefetch_distance is None else int(prefetch_distance)
     pf_lines = (H * D * G_np.itemsize + 63) // 64
     scale_np = (_NO_SCALE[scale_dtype] if row_scale is None else kernel_view(row_scale.contiguous()))
-    run_parallel(_kernel(W, SEG, DIV=bool(divide)), nthreads, bounds, indptr_np,
+    NT = SEG == 1 and streams(gw_k, W, nontemporal)
+    run_parallel(_kernel(W, SEG, DIV=bool(divide), NT=NT), nthreads, bounds, indptr_np,
                  index_view(indices.contiguous()), index_view(None if eid_k is None else eid_k.contiguous()), G_np,
                  kernel_view(x.contiguous()), kernel_view(w_k), kernel_view(gx), kernel_view(gw_k), scale_np, H, D, pf,
                  pf_lines, 64 // G_np.itemsize)
