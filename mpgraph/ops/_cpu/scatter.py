@@ -675,6 +675,11 @@ def _as_slot_impl(win, k):
 #: row of at most 255 edges has it, and a hub row's own row of winners holds 0
 HUB_SLOT = 255
 
+#: :func:`edge_winners` streams its edge gradient's rows (``nontemporal``) only from this many bytes a row: rows of one
+#: line measured 0.93-1.62x the plain stores' time (uniform graph, 2M edges, float32 D = 16, bfloat16 D = 32), rows
+#: of two lines or more 0.76-0.94x (``benchmarks/streaming.py``, forty-eighth session)
+EDGE_STREAM_MIN_BYTES = 128
+
 #: what :func:`edge_winners` writes where the edge won, per ``op``: ``(factor, negate)`` with ``factor`` as in
 #: :data:`FACTORS`; ``'neg'`` is ``-G`` (``u_sub_e``'s edge operand), in the same single pass
 EDGE_OPS = {"copy": (0, False), "neg": (0, True), "mul": (1, False), "div": (2, False)}
@@ -843,9 +848,10 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         Needed with split slots: ``h`` for the ``h``-th hub row (its slots' bytes are in winner rows ``R + 2h``
         and ``R + 2h + 1``), -1 for the others.
     nontemporal : bool, optional
-        With ``'mul'``/``'div'`` and ``cols == F`` (:data:`._core.STREAM_WIDTHS` columns): whether the edge
-        gradient's rows, written once each at random edge ids, go out as streaming stores (:func:`._core.streams`):
-        None (default) for a gradient larger than the L3, True whenever the rows allow, False never.
+        With ``'mul'``/``'div'`` and ``cols == F`` (:data:`._core.STREAM_WIDTHS` columns, rows of at least
+        :data:`EDGE_STREAM_MIN_BYTES`): whether the edge gradient's rows, written once each at random edge ids, go
+        out as streaming stores (:func:`._core.streams`): None (default) for a gradient larger than the L3, True
+        whenever the rows allow, False never.
 
     Returns
     -------
@@ -909,7 +915,8 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
-    NT = F if factor and H == F and F in STREAM_WIDTHS and streams(ge, F, nontemporal) else 0
+    NT = (F if factor and H == F and F in STREAM_WIDTHS and F * ge.element_size() >= EDGE_STREAM_MIN_BYTES
+          and streams(ge, F, nontemporal) else 0)
     run_parallel(_edge_kernel(factor, negate, picked, hubs, NT), nthreads, bounds, indptr_np,
                  index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
