@@ -114,6 +114,9 @@ def test_streams_needs_whole_aligned_lines_and_a_result_beyond_the_cache(monkeyp
     assert streams(out, 64, True) and not streams(out, 64, False)
     assert not streams(out, 8, True)                            # rows of 32 bytes: lines shared by two rows
     assert not streams(torch.empty(64001)[1:].view(1000, 64), 64, True)    # a start 4 bytes past a line
+    assert streams(out, 64, True, widths=(32, 64)) and not streams(out, 64, True, widths=(16, 32))
+    assert streams(out, 64, True, min_row_bytes=256) and not streams(out, 64, True, min_row_bytes=257)
+    assert not streams(out, 64, None, min_row_bytes=512)        # a kernel's minimum holds with auto as well
     monkeypatch.setattr(spmm, "L3_BYTES", out.numel() * 4)      # auto: only results larger than the L3
     assert not streams(out, 64)
     monkeypatch.setattr(spmm, "L3_BYTES", out.numel() * 4 - 1)

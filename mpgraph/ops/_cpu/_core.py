@@ -797,12 +797,16 @@ NT_ALIGN = 64
 STREAM_WIDTHS = (16, 32, 64, 128, 256)
 
 
-def streams(out, row_elems, nontemporal=None):
+def streams(out, row_elems, nontemporal=None, *, widths=None, min_row_bytes=NT_ALIGN):
     """Whether a kernel writes ``out``'s rows of ``row_elems`` elements with :func:`store_run_nt`: rows that fill
-    whole cache lines from a :data:`NT_ALIGN`-aligned start and, with ``nontemporal`` None, a result larger than
-    the L3 (``spmm.L3_BYTES``), which the caches could not keep for its reader anyway; True: whenever the rows
-    allow (tests), False: never (comparisons)."""
-    if nontemporal is False or (row_elems * out.element_size()) % NT_ALIGN or out.data_ptr() % NT_ALIGN:
+    whole cache lines from a :data:`NT_ALIGN`-aligned start, of one of ``widths`` elements (a kernel's compiled
+    widths, such as :data:`STREAM_WIDTHS`; None: any) and at least ``min_row_bytes`` bytes (a kernel whose short
+    rows measured slower streamed) and, with ``nontemporal`` None, a result larger than the L3
+    (``spmm.L3_BYTES``), which the caches could not keep for its reader anyway; True: whenever the rows allow
+    (tests), False: never (comparisons)."""
+    row_bytes = row_elems * out.element_size()
+    if (nontemporal is False or row_bytes % NT_ALIGN or row_bytes < min_row_bytes or out.data_ptr() % NT_ALIGN
+            or (widths is not None and row_elems not in widths)):
         return False
     if nontemporal is None:
         from .spmm import L3_BYTES

@@ -701,21 +701,7 @@ def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0):
     def edge(k, e, b, win, wb, me, hub, hb, hi, F, H, G, ge, src, lhs, rhs, pk, zero, pzero, row):
         """In-edge ``k`` (edge ``e``) of the row whose ``G`` starts at ``b``: its gradient row, ``G`` (times its
         factor) where it won (:func:`_won`), else 0."""
-        if NT:                          # (compile-time) a product of NT columns: the row, then one streaming store
-            ub = raw_get(src, k) * NT
-            for j in range(NT):
-                won = _won(win, wb, j, me, hub, hb, hi)
-                m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
-                if factor == 2:
-                    r = to_acc(ge, load(rhs, e * NT + j))
-                    m = -m / (r * r)
-                row[j] = select(won, m, zero)
-                if PICK:
-                    gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * NT + j))
-                    t = gp * rv if factor == 1 else gp / rv
-                    raw_set(pk, b + j, raw_get(pk, b + j) + select(won, t, pzero))
-            store_run_nt(ge, e * NT, row, NT)
-        elif H != F:                    # block broadcast: each of the H values sums B columns
+        if H != F and not NT:           # block broadcast: each of the H values sums B columns
             B = F // H
             ub = raw_get(src, k) * F if factor != 0 else 0
             for h in range(H):
@@ -731,25 +717,31 @@ def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0):
                 if factor == 2:
                     s = _div_grad(s, to_acc(ge, load(rhs, e * H + h)), zero)
                 store(ge, e * H + h, s)
-        elif factor == 0:
+        elif factor == 0 and not NT:
             for j in range(F):          # [F] G ('neg': -G) where this edge won column j, else 0
                 g = to_acc(ge, load(G, b + j))
                 if negate:              # a closure constant: compiled out of 'copy'
                     g = -g
                 store_copied(ge, e * F + j, select(_won(win, wb, j, me, hub, hb, hi), g, zero), G)
         else:
-            ub = raw_get(src, k) * F
-            for j in range(F):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
+            n = NT if NT else F             # (compile-time with NT) the row's columns
+            ub = raw_get(src, k) * n
+            for j in range(n):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
                 won = _won(win, wb, j, me, hub, hb, hi)
                 m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
                 if factor == 2:
-                    r = to_acc(ge, load(rhs, e * F + j))
+                    r = to_acc(ge, load(rhs, e * n + j))
                     m = -m / (r * r)
-                store(ge, e * F + j, select(won, m, zero))
+                if NT:                      # (compile-time) gathered into the row, stored below
+                    row[j] = select(won, m, zero)
+                else:
+                    store(ge, e * n + j, select(won, m, zero))
                 if PICK:                    # G * r (G / r) where it won: the node gradient's term
-                    gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * F + j))
+                    gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * n + j))
                     t = gp * rv if factor == 1 else gp / rv
                     raw_set(pk, b + j, raw_get(pk, b + j) + select(won, t, pzero))
+            if NT:                          # (compile-time) the row out as one streaming store
+                store_run_nt(ge, e * n, row, NT)
 
     # reassoc: the block broadcast's sum over B columns vectorises (the other paths have no reduction)
     @cached_njit(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
@@ -915,8 +907,8 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     nthreads = num_threads(E * F)
     bounds = chunk_bounds(indptr_np, nthreads, row_cost=max(1, F // 16))
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
-    NT = (F if factor and H == F and F in STREAM_WIDTHS and F * ge.element_size() >= EDGE_STREAM_MIN_BYTES
-          and streams(ge, F, nontemporal) else 0)
+    NT = (F if factor and H == F
+          and streams(ge, F, nontemporal, widths=STREAM_WIDTHS, min_row_bytes=EDGE_STREAM_MIN_BYTES) else 0)
     run_parallel(_edge_kernel(factor, negate, picked, hubs, NT), nthreads, bounds, indptr_np,
                  index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,

@@ -212,7 +212,7 @@ def streaming_width(op, fl, fr, layout, out, neg_div_square, nontemporal=None, o
     if out.dtype == torch.float64 and any(t.dtype != torch.float64 for t in operands):
         return 0
     W = int(np.prod(fl, dtype=np.int64))
-    return W if W in STREAM_WIDTHS and streams(out, W, nontemporal) else 0
+    return W if streams(out, W, nontemporal, widths=STREAM_WIDTHS) else 0
 
 
 @functools.lru_cache(maxsize=None)
@@ -390,18 +390,12 @@ def gsddmm(op, indptr, indices, eid, lhs, rhs, lhs_target="u", rhs_target="v", *
     if pf_lhs == 0 and pf_rhs == 0:
         pf = 0
     key = dot_key(fl, fr, lhs, rhs) if op == "dot" and fast_dot else None
-    if key is not None:
-        run_parallel(dot_kernel(*key), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
-                     index_view(eid.contiguous() if eid is not None else None), lhs_np, rhs_np, kernel_view(out),
-                     TARGETS[lhs_target], TARGETS[rhs_target], pf, pf_lhs, pf_rhs, 64 // lhs_np.itemsize,
-                     64 // rhs_np.itemsize)
-        return out
-    W = streaming_width(op, fl, fr, layout, out, neg_div_square, nontemporal, (lhs, rhs))
-    if W:
-        run_parallel(streaming_kernel(op, W), nthreads, bounds, indptr_np, index_view(indices.contiguous()),
-                     index_view(eid.contiguous() if eid is not None else None), lhs_np, rhs_np, kernel_view(out),
-                     TARGETS[lhs_target], TARGETS[rhs_target], pf, pf_lhs, pf_rhs, 64 // lhs_np.itemsize,
-                     64 // rhs_np.itemsize)
+    W = 0 if key is not None else streaming_width(op, fl, fr, layout, out, neg_div_square, nontemporal, (lhs, rhs))
+    if key is not None or W:        # one row pair per edge (_row_pair_kernel): a dot or a streamed elementwise op
+        run_parallel(dot_kernel(*key) if key is not None else streaming_kernel(op, W), nthreads, bounds, indptr_np,
+                     index_view(indices.contiguous()), index_view(eid.contiguous() if eid is not None else None),
+                     lhs_np, rhs_np, kernel_view(out), TARGETS[lhs_target], TARGETS[rhs_target], pf, pf_lhs, pf_rhs,
+                     64 // lhs_np.itemsize, 64 // rhs_np.itemsize)
         return out
     post = "none" if neg_div_square is None else "neg_div_sq"
     divisor = kernel_view((rhs if neg_div_square is None else neg_div_square).contiguous())

@@ -241,12 +241,12 @@ def _make_heads_rows(W, SEG, DIV, NT=False):
                         prefetch(G, vp + t * pf_step)
                     if use_eid:
                         ep = raw_get(eid, k + pf_dist) * H
-                        if SEG == 1 and NT:         # (compile-time) their gradient goes around the caches
+                        if SEG == 1:                # (compile-time) elementwise weights: rows as long as G's
                             for t in range(pf_lines):
-                                prefetch(w, ep + t * pf_step)
-                        elif SEG == 1:              # (compile-time) elementwise weights: rows as long as G's
-                            for t in range(pf_lines):
-                                _prefetch_edge(w, gw, ep + t * pf_step)
+                                if NT:              # (compile-time) their gradient goes around the caches
+                                    prefetch(w, ep + t * pf_step)
+                                else:
+                                    _prefetch_edge(w, gw, ep + t * pf_step)
                         else:               # every line of the edge's H weights (two or more from 128 B on)
                             for t in range(W_LINES):
                                 _prefetch_edge(w, gw, ep + t * pf_step)
@@ -256,20 +256,17 @@ def _make_heads_rows(W, SEG, DIV, NT=False):
                 gb = v * W
                 eb = edge_of(eid, use_eid, k) * H
                 sc = _row_scale(scale, use_scale, v, one)
-                if SEG == 1 and NT:                 # (compile-time) as below, the row out as one streaming store
-                    for j in range(W):
-                        g = to_acc(gx, load(G, gb + j)) * sc
-                        f = _factor(DIV, one, to_acc(gx, load(w, eb + j)))
-                        acc[j] += g * f
-                        row[j] = _weight_grad(DIV, g * xr[j], f)
-                    store_run_nt(gw, eb, row, W)
-                    continue
                 if SEG == 1:                        # (compile-time) elementwise weights (E, W): no dots
                     for j in range(W):
                         g = to_acc(gx, load(G, gb + j)) * sc
                         f = _factor(DIV, one, to_acc(gx, load(w, eb + j)))
                         acc[j] += g * f
-                        store(gw, eb + j, _weight_grad(DIV, g * xr[j], f))
+                        if NT:                      # (compile-time) gathered into the row, stored below
+                            row[j] = _weight_grad(DIV, g * xr[j], f)
+                        else:
+                            store(gw, eb + j, _weight_grad(DIV, g * xr[j], f))
+                    if NT:                          # (compile-time) the row out as one streaming store
+                        store_run_nt(gw, eb, row, W)
                     continue
                 if SEG >= WIDE_HEAD:                # (compile-time) each head's dot is a register reduction in
                     for h in range(H):              # the loop; through prod[] measured 1.5-2.7x slower at
