@@ -106,7 +106,11 @@ Kernels by op:
     (``mpgraph.ops._reference.joined_slots`` gives the int16 slots). The op
     layer tells slots from ids by that dtype and takes their gradients with
     ``gather_winners`` and ``edge_winners``, which take either form. A kernel
-    without slots treats it as True.
+    without slots treats it as True. With slots of ``mul``/``div`` on operands
+    of one feature shape (no broadcast), a kernel may return as ``arg_e``, instead
+    of None, *the edge operand at the winners*: ``(N_dst, F)`` in ``rhs``'s dtype,
+    ``rhs[eid(winner), f]`` bit for bit (any value where no edge won); the op layer
+    hands it to ``winners_product_backward`` as ``rhs_won``.
 
 ``sddmm(index, op, lhs, rhs, lhs_target, rhs_target, bcast, out_dtype) -> out``
     ``op`` in ``'add' 'sub' 'mul' 'div' 'dot' 'copy_lhs' 'copy_rhs'``; targets in
@@ -210,7 +214,8 @@ Kernels by op:
     ``h * B + B - 1`` (``B = F // H``; ``'div'`` divides the sum of
     ``grad * lhs`` by ``-rhs[e, h]^2``).
 
-``winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype) -> (grad_lhs, grad_rhs)``
+``winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype, rhs_won=None)``
+    ``-> (grad_lhs, grad_rhs)``.
     Both gradients of a ``u_mul_e``/``u_div_e`` max/min (``op`` ``'mul'``/``'div'``)
     whose edge operand is a block broadcast or none (``rhs: (E, H)`` with
     ``F % H == 0``: one value per edge, GAT's heads, or ``(E, F)``;
@@ -221,6 +226,9 @@ Kernels by op:
     gather over each source's out-edges has the edge's gradient and winner rows
     loaded, and the source's own ``lhs`` row; for ``(E, F)`` its edge pass in the
     forward's order picks ``grad * rhs`` at the winners for a copy's gather).
+    ``rhs_won`` (passed only when the forward's ``spmm`` returned it as ``arg_e``,
+    above): ``rhs`` at each element's winner, ``(N_dst, F)``, so a kernel need not
+    read the ``E x F`` edge operand; a kernel may ignore it.
 
 ``scatter_winners(winner, coef, pos, rows, cols, disjoint_rows=False) -> out``
     The backward of gSpMM max/min: ``winner: (R, F)`` int64 or int32 (an
@@ -606,14 +614,17 @@ def div_edge_grad(index, lhs, grad, rhs, out_dtype):
         return fn(index, lhs, grad, rhs, out_dtype)
 
 
-def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
-    """Run the selected fused max/min product backward; answers empty cases itself. ``(grad_lhs, grad_rhs)``."""
+def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype, rhs_won=None):
+    """Run the selected fused max/min product backward; answers empty cases itself. ``(grad_lhs, grad_rhs)``.
+    ``rhs_won`` (the forward's ``arg_e``, see the contract) is passed on only when given, so kernels registered
+    without it still serve the other calls."""
     if index.num_edges == 0 or grad.shape[1] == 0:
         return (torch.zeros(index.num_src, grad.shape[1], dtype=lhs_dtype, device=grad.device),
                 torch.zeros(rhs.shape, dtype=rhs_dtype, device=grad.device))
-    fn = _choose("winners_product_backward", index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype)
+    won = () if rhs_won is None else (rhs_won,)
+    fn = _choose("winners_product_backward", index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype, *won)
     with autocast_disabled(grad.device.type):
-        return fn(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype)
+        return fn(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype, *won)
 
 
 def dropout(x, p, seed):

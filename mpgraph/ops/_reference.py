@@ -205,8 +205,9 @@ def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
     return _scatter_slots(index, grad, winners, out_dtype, "src", index.num_src)
 
 
-def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype):
-    """Reference of the fused max/min product backward: :func:`gather_winners` then :func:`edge_winners`."""
+def winners_product_backward(index, grad, winners, op, lhs, rhs, lhs_dtype, rhs_dtype, rhs_won=None):
+    """Reference of the fused max/min product backward: :func:`gather_winners` then :func:`edge_winners`
+    (``rhs_won``, a kernel's shortcut, is not needed here)."""
     return (gather_winners(index, grad, winners, lhs_dtype, op, rhs),
             edge_winners(index, grad, winners, rhs_dtype, op, lhs, rhs if op == "div" else None,
                          cols=rhs.shape[1]))

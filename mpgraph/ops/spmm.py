@@ -367,8 +367,9 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
     if arg_u is not None and arg_u.dtype in SLOT_DTYPES:   # no broadcast: gathered by slot, no scatter
         if not _double_backward(grad_out, lhs, rhs):
             if products and need_lhs and need_rhs:    # both in one pass
+                # arg_e: None, or the edge operand at the winners (the dispatch's rhs_won)
                 return _dispatch.winners_product_backward(index, grad_out, arg_u, op, lhs, rhs, lhs.dtype,
-                                                          rhs.dtype)
+                                                          rhs.dtype, rhs_won=arg_e)
             if need_lhs:
                 grad_lhs = _dispatch.gather_winners(index, grad_out, arg_u, lhs.dtype, op, rhs if products else None)
             if need_rhs:

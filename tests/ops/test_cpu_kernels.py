@@ -1428,6 +1428,23 @@ def test_slot_winner_passes_with_a_factor_match_plain_loops(dtype, op, F, max_in
     plain = torch.where(has, grad.double() * wv if op == "mul" else grad.double() / wv, 0.0)
     assert_close(picked, plain, F64 if dtype == F64 else F32)
     assert torch.equal(gather_winners(indptr_r, dst_r, slot_of, picked, winners, out_dtype=dtype), got[0][0])
+    # the forward may keep w at each element's winner (rhs_won, bit for bit); read by destination row instead of
+    # at edge ids, it gives the same bits in the edge pass (with and without picked terms) and in the gather
+    won = torch.full((N, F), float("nan"), dtype=dtype)
+    out_k, winners_k, _ = K.gspmm(op, "max", indptr_c, indices_c, eid_c, x, w, need_arg="slots", rhs_won=won)
+    assert torch.equal(winners_k, winners)
+    assert torch.equal(won[has], wv.to(dtype)[has]) and not won[has].isnan().any()
+    rows = edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, rhs=won, picked=True,
+                        rhs_rows=True)
+    assert torch.equal(rows[0], edge2) and torch.equal(rows[1], picked)
+    assert torch.equal(edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, rhs=won,
+                                    rhs_rows=True, nontemporal=F == 64), got[0][1])
+    assert torch.equal(gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, other=won, other_rows=True),
+                       got[0][0])
+    with pytest.raises(ValueError, match="rhs_rows"):
+        edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, rhs=w, rhs_rows=True)
+    with pytest.raises(ValueError, match="other_rows"):
+        gather_winners(indptr_r, dst_r, slot_of, grad, winners, op=op, eid=eid_r, other=w, other_rows=True)
     with pytest.raises(ValueError, match="for picked=True"):
         edge_winners(indptr_c, eid_c, grad, winners, op=op, src=indices_c, lhs=x, picked=True)
     with pytest.raises(ValueError, match="expected eid"):
@@ -1811,6 +1828,53 @@ def test_split_slot_winners_give_the_int16_gradients(dtype, op, F, H):
         assert torch.equal(e8, e16) and torch.equal(p8, p16)
         assert torch.equal(gather_winners(indptr_r, dst_r, s8, p8, win8, **hub_of),
                            gather_winners(indptr_r, dst_r, s16, p16, win16))
+
+
+#: (dtype, op, reduce) of the forward keeping the edge operand at the winners: each dtype once, both ops and reducers
+KEEP_CASES = [(F64, "mul", "max"), (F32, "div", "min"), (F16, "div", "max"), (BF16, "mul", "min")]
+
+
+@pytest.mark.parametrize("dtype, op, reduce", KEEP_CASES,
+                         ids=[f"{DTYPE_IDS[DTYPES.index(d)]}-{o}-{r}" for d, o, r in KEEP_CASES])
+def test_rhs_won_holds_the_edge_operand_at_each_winner(dtype, op, reduce):
+    """``gspmm(..., rhs_won=)`` with slot winners of an elementwise product: each element of ``rhs_won`` is
+    ``rhs`` at the element's winning edge, bit for bit, for rows walked by the register passes (200 columns:
+    128 + 64 + a runtime tail of 8; 64) and by the runtime width alone (5), with uint8, split and int16 slots
+    (hub rows of 300 and 600 edges); the result and the winners are those of the call without it. Calls that
+    keep no values refuse it."""
+    from mpgraph.ops._cpu.spmm import keeps_rhs
+
+    src, dst, N = split_hub_graph(seed=3)
+    index = Index.from_coo(src, dst, N, N)
+    indptr_c, indices_c, eid_c = index.csc()
+    E = src.numel()
+    for F in (200, 64, 5):
+        x = rand((N, F), dtype, F).to(dtype)
+        w = rand((E, F), dtype, 9, positive=True).to(dtype)
+        w[:, 0] = w[7, 0]                                       # ties: the first slot wins
+        _, ids_u, ids_e = K.gspmm(op, reduce, indptr_c, indices_c, eid_c, x, w, need_arg=True)
+        has = ids_e >= 0
+        expected = w.gather(0, ids_e.clamp(min=0).long())
+        assert not has[0].any() and has[3].all() and has[9].all()     # node 0 has no in-edges; the hubs
+        for split in (False, True):
+            won = torch.empty(N, F, dtype=dtype)
+            out, win, none = K.gspmm(op, reduce, indptr_c, indices_c, eid_c, x, w, need_arg="slots",
+                                     split_slots=split, rhs_won=won)
+            plain = K.gspmm(op, reduce, indptr_c, indices_c, eid_c, x, w, need_arg="slots", split_slots=split)
+            assert none is None and torch.equal(out, plain[0]) and torch.equal(win, plain[1])
+            assert torch.equal(won[has], expected[has]), (F, split)
+    assert keeps_rhs(op, reduce, "slots", x, w)
+    assert not keeps_rhs(op, reduce, True, x, w) and not keeps_rhs("add", reduce, "slots", x, w)
+    won = torch.empty(N, F, dtype=dtype)
+    with pytest.raises(ValueError, match="rhs_won is kept by"):
+        K.gspmm("add", reduce, indptr_c, indices_c, eid_c, x, w, need_arg="slots", rhs_won=won)
+    with pytest.raises(ValueError, match="rhs_won is kept by"):
+        K.gspmm(op, "sum", indptr_c, indices_c, eid_c, x, w, rhs_won=won)
+    with pytest.raises(ValueError, match="expected rhs_won"):
+        K.gspmm(op, reduce, indptr_c, indices_c, eid_c, x, w, need_arg="slots", rhs_won=won[:-1])
+    with pytest.raises(ValueError, match="expected rhs_won"):
+        K.gspmm(op, reduce, indptr_c, indices_c, eid_c, x, w, need_arg="slots", rhs_won=won.to(F64 if dtype != F64
+                                                                                                   else F32))
 
 
 def test_split_slot_winners_reject_a_missing_hub_table():

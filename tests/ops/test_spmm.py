@@ -423,6 +423,44 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, sha
                                                                    b if uses[1] else None), (x, w))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
+def test_product_extremes_backward_reads_the_kept_edge_operand(monkeypatch, dtype):
+    """On the CPU backend ``u_mul_e``/``u_div_e`` max/min without a broadcast keep the edge operand at the winners
+    in the forward (returned as ``arg_e``, the dispatch's ``rhs_won``), the op layer hands it to
+    ``winners_product_backward``, and both gradients are those of the route that reads the edge operand, bit for
+    bit (float32 takes the picked terms from it, 16-bit the gather), hub rows included."""
+    if "cpu" not in backends("winners_product_backward"):
+        pytest.skip("the Numba CPU backend is not available")
+    from mpgraph.ops._broadcast import infer_bcast
+    from mpgraph.ops._cpu import _backend
+
+    gen = torch.Generator().manual_seed(3)
+    N = 40
+    src = torch.randint(0, N, (1300,), generator=gen)
+    dst = torch.cat([torch.full((300,), 4), torch.randint(0, N, (1000,), generator=gen)])   # a hub row: split slots
+    index = Index.from_coo(src, dst, N, N)
+    kept = []
+    real = ops._dispatch.winners_product_backward
+    monkeypatch.setattr(ops._dispatch, "winners_product_backward",
+                        lambda *a, **k: kept.append(k.get("rhs_won")) or real(*a, **k))
+    for op, reduce in (("mul", "max"), ("div", "min")):
+        x = rand((N, 16), dtype, gen).to(dtype)
+        w = rand((1300, 16), dtype, gen, positive=True).to(dtype)
+        bcast = infer_bcast(op, x.shape[1:], w.shape[1:], x.device)
+        _, slots, won = _backend.spmm(index, op, reduce, x, w, bcast, dtype, need_arg="slots")
+        assert slots.dtype == torch.uint8 and slots.shape == (N + 2, 16) and won.shape == (N, 16)
+        assert won.dtype == dtype
+        g = rand((N, 16), dtype, gen).to(dtype)
+        via_rhs = _backend.winners_product_backward(index, g, slots, op, x, w, dtype, dtype)
+        via_won = _backend.winners_product_backward(index, g, slots, op, x, w, dtype, dtype, rhs_won=won)
+        assert torch.equal(via_won[0], via_rhs[0]) and torch.equal(via_won[1], via_rhs[1])
+        leaves = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+        with use_backend("cpu", strict=True):
+            ops.gspmm(index, op, reduce, *leaves).backward(g)
+        assert torch.equal(kept[-1], won)
+        assert torch.equal(leaves[0].grad, via_rhs[0]) and torch.equal(leaves[1].grad, via_rhs[1])
+
+
 #: (op, reduce, dtype, shapes) on a graph with hub rows (split slots): each op with one reducer and dtype, in turn
 HUB_CASES = [("copy_lhs", "max", "bf16", "same"), ("copy_rhs", "min", "f32", "same"), ("add", "max", "f64", "same"),
              ("sub", "min", "bf16", "same"), ("mul", "max", "f32", "same"), ("mul", "min", "bf16", "heads"),

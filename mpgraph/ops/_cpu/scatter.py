@@ -220,8 +220,9 @@ GATHER_WIDTHS = (64, 128)
 
 
 #: the edge operand's shape compiled into :func:`gather_winners`' row loop (:func:`_make_gather_rows`' ``HK``): any,
-#: tested per edge (runtime widths and head counts); one value per edge; a whole row; heads of a compiled-in ``SEG``
-HK_ANY, HK_ONE, HK_FULL, HK_HEADS = 0, 1, 2, 3
+#: tested per edge (runtime widths and head counts); one value per edge; a whole row; heads of a compiled-in ``SEG``;
+#: a whole row per *destination* (``other_rows``: the edge operand at the winners), read beside ``G``'s row
+HK_ANY, HK_ONE, HK_FULL, HK_HEADS, HK_ROWS = 0, 1, 2, 3, 4
 
 
 #: what multiplies ``G`` in the slot-winner passes: nothing (copies, sums, differences), the other operand
@@ -280,8 +281,8 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
         if factor == 0:
             for j in range(n):              # branch-free: G where this edge won column j
                 acc[j] += select(_won(win, wb, j, me, hub, hb, hi), to_acc(gx, load(G, b + j)), zero)
-        elif HK == HK_FULL or (HK == HK_ANY and H == n):
-            ob = raw_get(eid, k) * n
+        elif HK == HK_FULL or HK == HK_ROWS or (HK == HK_ANY and H == n):
+            ob = b if HK == HK_ROWS else raw_get(eid, k) * n    # HK_ROWS: the destination's row, as G's
             for j in range(n):              # G * other (or G / other) where this edge won
                 g = to_acc(gx, load(G, b + j))
                 o = to_acc(gx, load(other, ob + j))
@@ -408,7 +409,10 @@ def _make_gather_rows(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=F
                         prefetch(G, vp + t)
                     for t in range(0, n, w_line):
                         prefetch(win, vp + t)
-                    if factor != 0:                     # and that edge's row of the other operand
+                    if HK == HK_ROWS:                   # (compile-time) and the destination's row of it
+                        for t in range(0, n, o_line):
+                            prefetch(other, vp + t)
+                    elif factor != 0:                   # and that edge's row of the other operand
                         op_ = raw_get(eid, k + pf) * H
                         for t in range(0, H, o_line):
                             prefetch(other, op_ + t)
@@ -488,7 +492,7 @@ def _gather_kernel(W, factor, SEG=0, EG=False, TREE=False, XROW=False, VDIV=Fals
 
 
 def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, prefetch_distance=None, op="copy",
-                   eid=None, other=None, lhs=None, edge_dtype=None, hub_ptr=None, hub_info=None):
+                   eid=None, other=None, lhs=None, edge_dtype=None, hub_ptr=None, hub_info=None, other_rows=False):
     """The node operand's gradient of max/min (``copy_u``, ``u_{add,sub,mul,div}_e``) from slot winners, by source row.
 
     .. math::
@@ -537,6 +541,11 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
         ``hub_info[hub_ptr[u]:hub_ptr[u + 1]]`` are ``h * 65536 + slot`` of source ``u``'s out-edges into hub
         rows, in slot order (``h``: the hub's number, its bytes in winner rows ``N_dst + 2h`` and
         ``N_dst + 2h + 1``).
+    other_rows : bool, default False
+        With ``'mul'``/``'div'`` and without ``lhs``: ``other`` is ``(N_dst, F)``, the edge operand at each
+        element's winner (``spmm.gspmm``'s ``rhs_won``), read at the destination's row beside ``grad``'s, not at
+        the edge id; ``eid`` is then not needed. Where an edge won, it is the value of its own row, so the sums
+        are the same bit for bit.
 
     Returns
     -------
@@ -578,7 +587,13 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     if op not in FACTORS:
         raise ValueError(f"expected op in {tuple(FACTORS)}, got {op!r}")
     E = indices.numel()
-    if op != "copy":
+    if other_rows:
+        check_float("other", other, min_dim=2)
+        if op == "copy" or lhs is not None or tuple(other.shape) != tuple(grad.shape):
+            raise ValueError(f"expected op 'mul'/'div', no lhs and other {tuple(grad.shape)} (grad's shape) for "
+                             f"other_rows=True, got op {op!r}, lhs {None if lhs is None else tuple(lhs.shape)}, "
+                             f"other {tuple(other.shape)}")
+    elif op != "copy":
         check_index("eid", eid)
         check_float("other", other, min_dim=2)
         F = grad.shape[1]
@@ -616,13 +631,13 @@ def gather_winners(indptr, indices, slot_of, grad, winners, *, out_dtype=None, p
     # per-edge loads' time in the A/B of GATHER_TREE_SEGS; fp32 0.72-0.91x)
     xrow = EG and H == 1 and lhs.dtype in (torch.float32, torch.float64)
     vdiv = SEG in GATHER_VDIV_SEGS and not _gather_tree(W, SEG)
-    hk = (HK_ANY if not (W and factor) else HK_HEADS if SEG else HK_ONE if H == 1 else HK_FULL if H == F
-          else HK_ANY)
+    hk = (HK_ROWS if other_rows else HK_ANY if not (W and factor) else HK_HEADS if SEG else HK_ONE if H == 1
+          else HK_FULL if H == F else HK_ANY)
     run_parallel(_gather_kernel(W, factor, SEG, EG, _gather_tree(W, SEG), xrow, vdiv, hubs, hk), nthreads, bounds,
                  indptr_np,
                  index_view(indices.contiguous()),
                  slot_of.contiguous().numpy(), kernel_view(grad.contiguous()), winners.contiguous().reshape(-1).numpy(),
-                 kernel_view(gx), F, pf, index_view(eid.contiguous() if factor else None),
+                 kernel_view(gx), F, pf, index_view(eid.contiguous() if factor and not other_rows else None),
                  kernel_view(other.contiguous() if factor else grad[:0]), other.shape[1] if factor else F,
                  kernel_view(lhs.contiguous() if EG else gx[:0]), kernel_view(gw if EG else gx[:0]),
                  _hub_view(hub_ptr, hubs, np.int64), _hub_view(hub_info, hubs, np.int64), grad.shape[0])
@@ -686,15 +701,19 @@ EDGE_OPS = {"copy": (0, False), "neg": (0, True), "mul": (1, False), "div": (2, 
 
 
 @functools.cache
-def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0):
+def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0, ROWS=False):
     """``PICK`` (a product with ``H == F``): the pass also writes ``pk[v, j]``, ``G[v, j]`` times (divided by)
     the winning edge's ``rhs[e, j]``, in ``pk``'s dtype (the terms :func:`gather_winners` sums for the node).
     ``HUBS``: split slot winners; each in-edge of a hub row (``hub_row[v] >= 0``) also compares the high bytes
     (:func:`_won`), at a call site of its own. ``NT > 0`` (a product with ``H == F == NT``, compiled in): each
-    edge's gradient row goes out as one streaming store (:func:`._core.store_run_nt`; see :func:`edge_winners`)."""
+    edge's gradient row goes out as one streaming store (:func:`._core.store_run_nt`; see :func:`edge_winners`).
+    ``ROWS`` (a product with ``H == F``): ``rhs`` is one row per destination, the edge operand at the row's
+    winners (``rhs_rows``), read at the row's ``G`` offset ``b`` where the edge's own row would be at ``e``."""
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
     if NT and not factor:
         raise ValueError(f"streaming stores serve the products' edge gradient (factor 1 or 2), got factor {factor}")
+    if ROWS and not factor:
+        raise ValueError(f"rows of winning edge operands serve the products (factor 1 or 2), got factor {factor}")
     ROW = max(NT, 1)
 
     @njit(inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
@@ -726,18 +745,19 @@ def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0):
         else:
             n = NT if NT else F             # (compile-time with NT) the row's columns
             ub = raw_get(src, k) * n
+            rb = b if ROWS else e * n       # the edge operand: the row's winners' (ROWS), else the edge's own
             for j in range(n):              # [F] G * x (mul) or -G * x / r^2 (div) where it won
                 won = _won(win, wb, j, me, hub, hb, hi)
                 m = to_acc(ge, load(G, b + j)) * to_acc(ge, load(lhs, ub + j))
                 if factor == 2:
-                    r = to_acc(ge, load(rhs, e * n + j))
+                    r = to_acc(ge, load(rhs, rb + j))
                     m = -m / (r * r)
                 if NT:                      # (compile-time) gathered into the row, stored below
                     row[j] = select(won, m, zero)
                 else:
                     store(ge, e * n + j, select(won, m, zero))
                 if PICK:                    # G * r (G / r) where it won: the node gradient's term
-                    gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, e * n + j))
+                    gp, rv = to_acc(pk, load(G, b + j)), to_acc(pk, load(rhs, rb + j))
                     t = gp * rv if factor == 1 else gp / rv
                     raw_set(pk, b + j, raw_get(pk, b + j) + select(won, t, pzero))
             if NT:                          # (compile-time) the row out as one streaming store
@@ -772,7 +792,8 @@ def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0):
                         up = raw_get(src, k + pf) * F   # the source row pf edges ahead (a random gather)
                         for t in range(0, F, x_line):
                             prefetch(lhs, up + t)
-                        if factor == 2 or PICK:     # and that edge's H values of rhs (edge ids in any order)
+                        if (factor == 2 or PICK) and not ROWS:  # and that edge's H values of rhs (edge ids in
+                                                                # any order; ROWS: the row's, read in order)
                             rp = edge_of(eid, use_eid, k + pf) * H
                             for t in range(0, H, r_line):
                                 prefetch(rhs, rp + t)
@@ -789,7 +810,7 @@ def _edge_kernel(factor, negate=False, PICK=False, HUBS=False, NT=0):
 
 
 def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=None, lhs=None, rhs=None,
-                 prefetch_distance=None, cols=None, picked=False, hub_row=None, nontemporal=None):
+                 prefetch_distance=None, cols=None, picked=False, hub_row=None, nontemporal=None, rhs_rows=False):
     """The edge operand's gradient of max/min from slot winners: ``grad`` where the edge won, else 0.
 
     With ``op='mul'`` the value where the edge won is ``grad * lhs[src]`` (the gradient of ``u_mul_e``
@@ -844,6 +865,11 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         :data:`EDGE_STREAM_MIN_BYTES`): whether the edge gradient's rows, written once each at random edge ids, go
         out as streaming stores (:func:`._core.streams`): None (default) for a gradient larger than the L3, True
         whenever the rows allow, False never.
+    rhs_rows : bool, default False
+        With ``'mul'``/``'div'`` and ``cols == F``: ``rhs`` is ``(R, F)``, for each destination row and column
+        the edge operand at the element's winner (``spmm.gspmm``'s ``rhs_won``), not ``(E, F)``. Where an edge
+        won, that is the value it would read in its own row, so the results are the same bit for bit, and the
+        pass reads ``R x F`` values in row order instead of ``E x F`` at edge ids.
 
     Returns
     -------
@@ -885,13 +911,18 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
         if src.numel() != E or lhs.dim() != 2 or lhs.shape[1] != F:
             raise ValueError(f"expected src of {E} elements and lhs (N_src, {F}) with op {op!r}, got src "
                              f"{None if src is None else src.numel()}, lhs {tuple(lhs.shape)}")
+    if rhs_rows and (not factor or rhs is None or H != F):
+        raise ValueError(f"expected op 'mul' or 'div' with rhs ({R}, {F}) for rhs_rows=True, got op {op!r}, rhs "
+                         f"{None if rhs is None else tuple(rhs.shape)}, cols {H}")
     if picked and (not factor or rhs is None or H != F):
         raise ValueError(f"expected op 'mul' or 'div' with rhs ({E}, {F}) for picked=True, got op {op!r}, rhs "
                          f"{None if rhs is None else tuple(rhs.shape)}, cols {H}")
-    if factor == 2 or picked:
+    if factor == 2 or picked or rhs_rows:
         check_float("rhs", rhs, min_dim=2)
-        if tuple(rhs.shape) != (E, H):
-            raise ValueError(f"expected rhs ({E}, {H}) with op {op!r}, got {tuple(rhs.shape)}")
+        want = (R, F) if rhs_rows else (E, H)
+        if tuple(rhs.shape) != want:
+            raise ValueError(f"expected rhs {want} with op {op!r}{' and rhs_rows=True' if rhs_rows else ''}, got "
+                             f"{tuple(rhs.shape)}")
     out_dtype = out_dtype or grad.dtype
     # float64 arithmetic whenever float64 is involved; each value is rounded once
     work_dtype = torch.float64 if torch.float64 in (grad.dtype, out_dtype) else out_dtype
@@ -909,7 +940,8 @@ def edge_winners(indptr, eid, grad, winners, *, out_dtype=None, op="copy", src=N
     pf = GATHER_PREFETCH if prefetch_distance is None else int(prefetch_distance)
     NT = (F if factor and H == F
           and streams(ge, F, nontemporal, widths=STREAM_WIDTHS, min_row_bytes=EDGE_STREAM_MIN_BYTES) else 0)
-    run_parallel(_edge_kernel(factor, negate, picked, hubs, NT), nthreads, bounds, indptr_np,
+    rows = bool(rhs_rows) and (factor == 2 or picked)          # 'mul' without picked terms reads no rhs
+    run_parallel(_edge_kernel(factor, negate, picked, hubs, NT, rows), nthreads, bounds, indptr_np,
                  index_view(None if eid is None else eid.contiguous()), kernel_view(grad.contiguous()),
                  winners.contiguous().reshape(-1).numpy(), kernel_view(ge), F,
                  index_view(src.contiguous() if factor else None),

@@ -154,6 +154,9 @@ BLOCK_16 = 128  # pass width for 16-bit output (256 bytes of each source row per
 #: bf16 25.3 -> 16.3, copy_e D=64 bf16 26.2 -> 15.8, GAT-like 8 heads of 8 bf16 24.5 -> 19.4; 16 columns
 #: unrolled into scalar code, 68 ms; thirty-fifth session)
 TRACK_BLOCK = 32
+#: :func:`spmm_kernel`'s ``need_arg`` for slot winners of an elementwise product that also copy the edge
+#: operand's element at each winner into ``rhs_won`` (:func:`gspmm`)
+KEEP_RHS = 2
 #: wider first passes of max/min keeping the winners where the kernels compile for AVX-512
 #: (:func:`._core.target_vector_registers`), whose 32 vector registers hold 128 running fp32 extremes and their
 #: 128 int32 slots (16 zmm): a row segment takes passes of the first of these widths it holds, then of
@@ -292,9 +295,13 @@ def _rhs_winner_impl(arg_r, eid, use_eid, kb, slot):
     return lambda arg_r, eid, use_eid, kb, slot: edge_of(eid, use_eid, kb) if slot >= 0 else -1
 
 
-def _make_arg_pass(W):
+def _make_arg_pass(W, keep=False):
     """Max/min pass over ``W`` columns (``W == 0``: runtime width ``w`` into scratch) of row ``r0`` (the
-    arguments of :func:`_make_value_pass`).
+    arguments of :func:`_make_value_pass`). ``keep`` (slot winners of an elementwise product, compiled in):
+    ``arg_r`` is not a winners array but ``rhs_won`` (:func:`gspmm`), which gets the edge operand's element at
+    each winner: a compile-time ``W`` keeps it in registers beside the extreme (a select per element, stored
+    once per row; copied after the loop from the winners' rows, the copy took 1.1-1.4x the bf16 pass's time),
+    the runtime width copies it from the winning edge's row after the loop.
 
     Per column it keeps the running extreme and the winning edge's slot offset ``k - k0`` (int32, so
     the two fit in registers together), then maps the slot to the source node and the edge id. It reads one
@@ -302,6 +309,7 @@ def _make_arg_pass(W):
     no gain for products with one value per edge (paired runs, 10M edges, D=128, twenty-second session).
     """
     size = max(W, 1)
+    KEEP_REG = keep and W > 0       # the winners' edge operand values in registers
 
     @njit
     def arg_pass(op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
@@ -309,6 +317,7 @@ def _make_arg_pass(W):
         n = W if W > 0 else w
         acc = stack_acc(out, size) if W > 0 else scratch
         best = stack_i32(size) if W > 0 else scratch_slot
+        kept = stack_acc(out, size if KEEP_REG else 1)  # [W] rhs at each column's winner, in the accumulator type
         zero = acc_zero(out)
         use_eid = eid.size > 0
         line = line_elems(lhs)
@@ -319,6 +328,8 @@ def _make_arg_pass(W):
             for j in range(n):
                 acc[j] = reduce_init(reduce, zero)
                 best[j] = -1
+                if KEEP_REG:
+                    kept[j] = zero
             for k in range(k0, k1):
                 if uses_lhs(op) and pf_dist > 0:
                     p = raw_get(indices, min(k + pf_dist, k_last)) * Fl + col
@@ -344,6 +355,8 @@ def _make_arg_pass(W):
                         win = better(reduce, m, acc[j])
                         acc[j] = select(win, m, acc[j])
                         best[j] = select(win, slot, best[j])
+                        if KEEP_REG:    # (compile-time) exact: the accumulator type holds every rhs value
+                            kept[j] = select(win, to_acc(out, load(rhs, rb + j)), kept[j])
             for j in range(n):
                 store(out, o + col + j, acc[j])
             # one loop per winners array: with slot winners arg_l and arg_r are one array, and one loop storing
@@ -352,7 +365,15 @@ def _make_arg_pass(W):
             if uses_lhs(op):
                 for j in range(n):
                     raw_set(arg_l, o + col + j, _lhs_winner(arg_l, indices, k0 + best[j], best[j]))
-            if uses_rhs(op):
+            if KEEP_REG:    # (compile-time) rounded back into rhs's format: the same value
+                for j in range(n):
+                    store(arg_r, o + col + j, kept[j])
+            elif keep:      # (compile-time) the edge operand at each winner, its bits copied (the first edge's
+                for j in range(n):  # where none won: never read)
+                    kw = k0 + max(best[j], 0)
+                    raw_set(arg_r, o + col + j,
+                            raw_get(rhs, edge_of(eid, use_eid, kw) * Fr + (rhs_col if scalar_rhs else col + j)))
+            elif uses_rhs(op):
                 for j in range(n):
                     raw_set(arg_r, o + col + j, _rhs_winner(arg_r, eid, use_eid, k0 + best[j], best[j]))
 
@@ -376,13 +397,14 @@ def _passes(track, wide=0):
     (:func:`_block_width` columns), the 64-column pass of 16-bit output and the runtime-width one, all with one
     argument list; for max/min keeping the winners (``track``), the pass of ``wide`` columns (:func:`track_width`;
     0: of :data:`TRACK_BLOCK`), the :data:`TRACK_BLOCK`-column pass for every dtype and the runtime-width one
-    (the last two the same functions for every ``wide``, so kernels share their compiled code)."""
+    (the last two the same functions for every ``wide``, so kernels share their compiled code). ``track == 2``:
+    the passes also keep the edge operand's winning elements (:func:`_make_arg_pass`'s ``keep``)."""
     if track and wide:
         _, block, tail = _passes(track)
-        return _make_arg_pass(wide), block, tail
+        return _make_arg_pass(wide, track == 2), block, tail
     if track:
-        block = _make_arg_pass(TRACK_BLOCK)
-        return block, block, _make_arg_pass(0)
+        block = _make_arg_pass(TRACK_BLOCK, track == 2)
+        return block, block, _make_arg_pass(0, track == 2)
     block, block_16, tail = _make_value_pass(BLOCK), _make_value_pass(BLOCK_16), _make_value_pass(0)
 
     def wide(op, reduce, w, col, r0, r1, indptr, k_last, indices, eid, lhs, rhs, out, arg_l, arg_r, F, Fl, Fr,
@@ -785,12 +807,14 @@ def _rows_impl(op, reduce, layout, need_arg, heads, whole, wide, r_begin, r_end,
     name = literal_value(op)
     if name is None or literal_value(reduce) is None:
         return None
-    if not isinstance(layout, types.IntegerLiteral) or not isinstance(need_arg, types.BooleanLiteral):
+    if not isinstance(layout, types.IntegerLiteral) or not isinstance(need_arg, types.IntegerLiteral):
         return None
     if not all(isinstance(a, types.IntegerLiteral) for a in (heads, whole, wide)):
         return None
     track = bool(is_arg_literal(reduce) and need_arg.literal_value)
-    blocked = _row_driver(_flat_segments(track, wide.literal_value if track else 0), track)
+    # need_arg 2: slot winners of an elementwise product that also keep its edge operand at the winners (SAME)
+    keep = track and need_arg.literal_value == KEEP_RHS and layout.literal_value == SAME
+    blocked = _row_driver(_flat_segments(KEEP_RHS if keep else track, wide.literal_value if track else 0), track)
     kind = layout.literal_value
     if whole.literal_value:
         scalar_rhs = kind == RHS_BLOCK
@@ -835,7 +859,7 @@ def spmm_kernel(op, reduce, layout, need_arg=True, heads=0, whole=False, wide=0)
     """The compiled gSpMM kernel for one ``(op, reduce, layout)`` (see :func:`_spmm_kernel`): one kernel object
     per distinct configuration, however the arguments are spelled (``functools.lru_cache`` keys ``f(a)`` and
     ``f(a, b=default)`` apart, which gave two objects, and two sets of cache statistics, for one kernel)."""
-    return _spmm_kernel(op, reduce, int(layout), bool(need_arg), int(heads), int(whole), int(wide))
+    return _spmm_kernel(op, reduce, int(layout), int(need_arg), int(heads), int(whole), int(wide))
 
 
 @functools.lru_cache(maxsize=None)
@@ -851,6 +875,7 @@ def _spmm_kernel(op, reduce, layout, need_arg, heads, whole, wide):
     takes one call of it; negative, ``-W``: ``lhs`` is the source rows in slabs of ``W`` columns
     (:func:`slab_width`, :func:`_slab_kernel`; one slab for rows padded to ``W``, :func:`pad_width`).
     ``wide``: the first pass width of max/min keeping the winners (:func:`track_width`; 0: :data:`TRACK_BLOCK`).
+    ``need_arg``: 0 (no winners), 1 (winners) or :data:`KEEP_RHS` (slot winners, and ``arg_r`` is ``rhs_won``).
     """
     source_hash = SOURCE_HASH  # part of Numba's cache key (see _core._source_hash)
     if whole < 0:
@@ -1022,7 +1047,7 @@ def slot_dtype(max_row, otherwise):
 
 
 def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_arg=True, prefetch_distance=None,
-          max_row=None, whole_rows=True, split_slots=False, hub_rows=None, hub_edges=None):
+          max_row=None, whole_rows=True, split_slots=False, hub_rows=None, hub_edges=None, rhs_won=None):
     """Generalised SpMM over the rows of a compressed structure, on raw tensors.
 
     .. math::
@@ -1088,6 +1113,12 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         ``hub_in_edges(indptr, indices, eid, hub_rows)``, the hub rows' in-edges that the second pass runs over,
         when the caller has them cached with ``hub_rows`` (the CPU backend does, per graph); built per call
         otherwise. Trusted, like the structure.
+    rhs_won : Tensor ``(R, *F)`` of ``rhs``'s dtype, optional
+        Filled in place, for :func:`keeps_rhs` calls (``'mul'``/``'div'`` max/min with slot winners and operands
+        of one feature shape): each element gets a bitwise copy of ``rhs``'s element at its winner (unspecified
+        where no edge won). The product's backward then reads these ``R x F`` values where it would read the
+        ``E x F`` edge operand (:func:`.scatter.edge_winners` with ``rhs_rows``); the pass copies each from the
+        edge row it has just read. Other calls refuse it (ValueError).
 
     Returns
     -------
@@ -1134,10 +1165,23 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
     if eid is not None:
         check_index("eid", eid)
     check_out_dtype(out_dtype)
+    if rhs_won is not None:
+        if not keeps_rhs(op, reduce, need_arg, lhs, rhs):
+            raise ValueError(f"rhs_won is kept by 'mul'/'div' max/min with need_arg='slots' and lhs and rhs of one "
+                             f"feature shape, got op {op!r}, reduce {reduce!r}, need_arg {need_arg!r}, feature "
+                             f"shapes {None if lhs is None else tuple(lhs.shape[1:])} and "
+                             f"{None if rhs is None else tuple(rhs.shape[1:])}; pass rhs_won=None")
+        want = (indptr.numel() - 1,) + tuple(rhs.shape[1:])
+        if (tuple(rhs_won.shape) != want or rhs_won.dtype != rhs.dtype or not rhs_won.is_contiguous()
+                or rhs_won.device.type != "cpu"):
+            raise ValueError(f"expected rhs_won a contiguous CPU tensor {want} of {rhs.dtype} (one row per "
+                             f"destination, rhs's features and dtype), got {tuple(rhs_won.shape)} {rhs_won.dtype} "
+                             f"on {rhs_won.device}{'' if rhs_won.is_contiguous() else ', not contiguous'}")
     if needs_fp64_pass(out_dtype, lhs, rhs):
         out, arg_lhs, arg_rhs = gspmm(op, reduce, indptr, indices, eid, lhs, rhs, out_dtype=torch.float64,
                                       need_arg=need_arg, prefetch_distance=prefetch_distance, max_row=max_row,
-                                      whole_rows=whole_rows, split_slots=split_slots, hub_rows=hub_rows)
+                                      whole_rows=whole_rows, split_slots=split_slots, hub_rows=hub_rows,
+                                      hub_edges=hub_edges, rhs_won=rhs_won)
         return out.to(out_dtype), arg_lhs, arg_rhs
     lhs_off = rhs_off = None
     layout, B = SAME, 1
@@ -1211,9 +1255,14 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         target, F_out = empty_out((R, P), out.dtype), P
     wide = track_width(layout, track, heads, Fr if layout == RHS_BLOCK else 1, B if layout == RHS_BLOCK else F,
                        out.dtype)
-    run_parallel(spmm_kernel(op, reduce, layout, track, heads, whole, wide), nthreads, bounds, indptr_np, indices_np,
-                 eid_np, lhs_np, rhs_np, kernel_view(target), index_view(arg_lhs), index_view(arg_rhs), F_out, Fl, Fr,
-                 B, index_view(lhs_off), index_view(rhs_off), pf)
+    keep = rhs_won is not None and slots is not None
+    if rhs_won is not None and slots is None:     # ids, not slots (rows past 32767 edges): no copies to keep
+        raise ValueError("rhs_won is kept with slot winners only; this graph has a row of more than 32767 edges, "
+                         "whose winners are ids: pass rhs_won=None")
+    run_parallel(spmm_kernel(op, reduce, layout, KEEP_RHS if keep else track, heads, whole, wide), nthreads, bounds,
+                 indptr_np, indices_np, eid_np, lhs_np, rhs_np, kernel_view(target), index_view(arg_lhs),
+                 kernel_view(rhs_won) if keep else index_view(arg_rhs), F_out, Fl, Fr, B, index_view(lhs_off),
+                 index_view(rhs_off), pf)
     if P:
         _copy_rows(target, out.view(R, F))
     if slots is not None and slots.shape[0] > R:
@@ -1221,6 +1270,14 @@ def gspmm(op, reduce, indptr, indices, eid, lhs, rhs, *, out_dtype=None, need_ar
         _hub_slots(slots, R, F, hub_rows, sub, op, reduce, indices, lhs, rhs, out.dtype, longest, prefetch_distance,
                    whole_rows)
     return (out, slots, None) if slots is not None else (out, arg_lhs, arg_rhs)
+
+
+def keeps_rhs(op, reduce, need_arg, lhs, rhs):
+    """Whether :func:`gspmm` fills ``rhs_won`` for these arguments: ``'mul'``/``'div'`` max/min with
+    ``need_arg='slots'`` on operands of one feature shape (no broadcast), where the product's backward needs the
+    edge operand only at the winners."""
+    return (op in ("mul", "div") and reduce in ("max", "min") and need_arg == "slots" and lhs is not None
+            and rhs is not None and tuple(lhs.shape[1:]) == tuple(rhs.shape[1:]))
 
 
 def hub_in_edges(indptr, indices, eid, hub_rows):
