@@ -186,7 +186,7 @@ Kernels by op:
     each ``grad`` row counts as ``grad[v] * row_scale[v]``, formed in the
     accumulator (float16 ``grad`` is not scaled into float16: it would underflow).
 
-``gather_winners(index, grad, winners, out_dtype, op='copy_lhs', rhs=None) -> grad_lhs``
+``gather_winners(index, grad, winners, out_dtype, op='copy_lhs', rhs=None, rhs_won=None) -> grad_lhs``
     The node operand's gradient of max/min from slot winners (above;
     ``copy_lhs``, ``add``, ``sub``; for ``op`` ``'mul'``/``'div'`` each term is
     also multiplied/divided by ``rhs[e, f]``, ``rhs: (E, F)`` in edge-ID order,
@@ -199,7 +199,9 @@ Kernels by op:
         grad_lhs[u, f] = sum_{e = (u -> v)} grad[v, f] * (winners[v, f] == s(e))
 
     accumulated in the accum dtype of ``promote(grad.dtype, out_dtype)``,
-    rounded once: ``(N_src, F)`` in ``out_dtype``.
+    rounded once: ``(N_src, F)`` in ``out_dtype``. ``rhs_won`` (passed only
+    when the forward's ``spmm`` returned it as ``arg_e``): ``rhs`` at each
+    element's winner, ``(N_dst, F)``, which a kernel may read instead of ``rhs``.
 
 ``edge_winners(index, grad, winners, out_dtype, op='copy_rhs', lhs=None, rhs=None, cols=None) -> grad_rhs``
     The edge operand's gradient of max/min from slot winners (``copy_rhs``,
@@ -568,9 +570,11 @@ def pick_winners(winner, src, pos, cols):
     return fn(winner, src, pos, cols)
 
 
-def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
-    """Run the selected slot-winner gather (node operand of max/min); answers empty cases itself. ``(N_src, F)``."""
-    return _from_slots("gather_winners", index.num_src, index, grad, winners, out_dtype, op, rhs)
+def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None, rhs_won=None):
+    """Run the selected slot-winner gather (node operand of max/min); answers empty cases itself. ``(N_src, F)``.
+    ``rhs_won`` (the forward's ``arg_e``, see the contract) is passed on only when given."""
+    won = () if rhs_won is None else (rhs_won,)
+    return _from_slots("gather_winners", index.num_src, index, grad, winners, out_dtype, op, rhs, *won)
 
 
 def edge_winners(index, grad, winners, out_dtype, op="copy_rhs", lhs=None, rhs=None, cols=None):

@@ -195,9 +195,10 @@ def joined_slots(index, winners):
     return out
 
 
-def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
+def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None, rhs_won=None):
     """Reference node-operand max/min gradient from slot winners: the slots as source ids, then ``index_add_``
-    (``op`` 'mul'/'div': ``grad`` times/over ``rhs`` at the winning edge first)."""
+    (``op`` 'mul'/'div': ``grad`` times/over ``rhs`` at the winning edge first; ``rhs_won``, a kernel's
+    shortcut, is not needed here)."""
     if op in ("mul", "div"):
         r = pick_winners(slot_winner_ids(index, winners, of="eid"), _wide(rhs, grad, out_dtype),
                          _block_pos(grad.shape[1], rhs.shape[1], grad.device), rhs.shape[1])

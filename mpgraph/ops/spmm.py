@@ -370,8 +370,9 @@ def _extreme_backward(index, op, bcast, lhs, rhs, arg_u, arg_e, grad_out, need_l
                 # arg_e: None, or the edge operand at the winners (the dispatch's rhs_won)
                 return _dispatch.winners_product_backward(index, grad_out, arg_u, op, lhs, rhs, lhs.dtype,
                                                           rhs.dtype, rhs_won=arg_e)
-            if need_lhs:
-                grad_lhs = _dispatch.gather_winners(index, grad_out, arg_u, lhs.dtype, op, rhs if products else None)
+            if need_lhs:        # (arg_e: the edge operand at the winners where the backend kept it, else None)
+                grad_lhs = _dispatch.gather_winners(index, grad_out, arg_u, lhs.dtype, op, rhs if products else None,
+                                                    rhs_won=arg_e if products else None)
             if need_rhs:
                 grad_rhs = _dispatch.edge_winners(index, grad_out, arg_u, rhs.dtype, op, lhs if products else None,
                                                   rhs if op == "div" else None, cols=R)

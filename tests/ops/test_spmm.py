@@ -427,8 +427,9 @@ def test_extremes_backward_from_slot_winners(monkeypatch, op, reduce, dtype, sha
 def test_product_extremes_backward_reads_the_kept_edge_operand(monkeypatch, dtype):
     """On the CPU backend ``u_mul_e``/``u_div_e`` max/min without a broadcast keep the edge operand at the winners
     in the forward (returned as ``arg_e``, the dispatch's ``rhs_won``), the op layer hands it to
-    ``winners_product_backward``, and both gradients are those of the route that reads the edge operand, bit for
-    bit (float32 takes the picked terms from it, 16-bit the gather), hub rows included."""
+    ``winners_product_backward`` (or to ``gather_winners`` when only the node operand needs a gradient), and the
+    gradients are those of the routes that read the edge operand, bit for bit (float32 takes the picked terms
+    from it, 16-bit the gather), hub rows included."""
     if "cpu" not in backends("winners_product_backward"):
         pytest.skip("the Numba CPU backend is not available")
     from mpgraph.ops._broadcast import infer_bcast
@@ -459,6 +460,13 @@ def test_product_extremes_backward_reads_the_kept_edge_operand(monkeypatch, dtyp
             ops.gspmm(index, op, reduce, *leaves).backward(g)
         assert torch.equal(kept[-1], won)
         assert torch.equal(leaves[0].grad, via_rhs[0]) and torch.equal(leaves[1].grad, via_rhs[1])
+        # only the node operand needs a gradient: its gather reads the kept values too, the same bits
+        alone = _backend.gather_winners(index, g, slots, dtype, op, w)
+        assert torch.equal(_backend.gather_winners(index, g, slots, dtype, op, w, rhs_won=won), alone)
+        node = x.clone().requires_grad_()
+        with use_backend("cpu", strict=True):
+            ops.gspmm(index, op, reduce, node, w).backward(g)
+        assert torch.equal(node.grad, alone) and torch.equal(alone, via_rhs[0])
 
 
 #: (op, reduce, dtype, shapes) on a graph with hub rows (split slots): each op with one reducer and dtype, in turn

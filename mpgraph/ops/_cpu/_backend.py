@@ -173,7 +173,7 @@ def pick_winners(winner, src, pos, cols):
     return kernel(winner, src, pos, cols)
 
 
-def gather_winners_supports(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
+def gather_winners_supports(index, grad, winners, out_dtype, op="copy_lhs", rhs=None, rhs_won=None):
     """Whether :func:`gather_winners` runs this call: CPU float operands, uint8/int16 slots, Numba present."""
     return (winners.device.type == "cpu" and winners.dtype in (torch.uint8, torch.int16)
             and _ok((grad, rhs), out_dtype))
@@ -184,13 +184,19 @@ def _factor(op):
     return op if op in ("mul", "div") else "copy"
 
 
-def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None):
-    """The node operand's max/min gradient from slot winners, gathered per source's out-edges (:mod:`.scatter`)."""
+def gather_winners(index, grad, winners, out_dtype, op="copy_lhs", rhs=None, rhs_won=None):
+    """The node operand's max/min gradient from slot winners, gathered per source's out-edges (:mod:`.scatter`).
+    A product's ``rhs_won`` (the edge operand at the winners, which this backend's forward keeps; see
+    :func:`spmm`) is read beside each destination's gradient row (``other_rows``), not the ``E x F`` operand at
+    edge ids: the same bits."""
     from .scatter import gather_winners as kernel
 
     indptr, dst, eid = index.csr()
     factor = _factor(op)
     slot_of, hub_ptr, hub_info = _gather_slots(index, winners)
+    if factor != "copy" and rhs_won is not None:
+        return kernel(indptr, dst, slot_of, grad, winners, out_dtype=out_dtype, op=factor, other=rhs_won,
+                      other_rows=True, hub_ptr=hub_ptr, hub_info=hub_info)
     return kernel(indptr, dst, slot_of, grad, winners, out_dtype=out_dtype, op=factor,
                   eid=eid if factor != "copy" else None, other=rhs if factor != "copy" else None,
                   hub_ptr=hub_ptr, hub_info=hub_info)
